@@ -1,0 +1,61 @@
+"""The embedded catalog: known envs, their defaults and their schema snapshots.
+
+Per-env knowledge lives in `data/catalog.toml` (readable, reviewable); the code
+here only reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from openenvgen.errors import UsageError
+from openenvgen.spec import Capture, EnvDefaults
+
+_CATALOG = resources.files("openenvgen") / "data"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    env_id: str
+    corpus: str
+    defaults: EnvDefaults
+
+    def capture(self) -> Capture:
+        data = json.loads((_CATALOG / "snapshots" / f"{self.name}.json").read_text("utf-8"))
+        return Capture.model_validate(data)
+
+
+@cache
+def entries() -> dict[str, CatalogEntry]:
+    raw = tomllib.loads((_CATALOG / "catalog.toml").read_text("utf-8"))
+    out: dict[str, CatalogEntry] = {}
+    for name, entry in raw["envs"].items():
+        out[name] = CatalogEntry(
+            name=name,
+            env_id=entry["env_id"],
+            corpus=entry["corpus"],
+            defaults=_defaults(entry),
+        )
+    return out
+
+
+def _defaults(entry: dict[str, Any]) -> EnvDefaults:
+    return EnvDefaults(
+        app=entry.get("app"),
+        resets=tuple(entry.get("resets", [{}])),
+        action_hint=entry.get("action_hint", ""),
+        example_action=entry.get("example_action"),
+    )
+
+
+def lookup(name: str) -> CatalogEntry:
+    known = entries()
+    if name in known:
+        return known[name]
+    raise UsageError(f"unknown env {name!r}; known: {', '.join(sorted(known))} (or pass --base-url/--schema-file)")

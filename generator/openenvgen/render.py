@@ -1,0 +1,139 @@
+"""Render a package: spec in, `{relative path: text}` out. Pure: no I/O but template reads.
+
+Every string that came from a server reaches a template only through a filter that
+makes it inert in the target format (`py` → a Python literal via repr, `toml` → a TOML
+string, `md` → Markdown text). Generated Python identifiers come from the spec's
+validated name and codegen's sanitised class names, never from raw server text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from openenvgen.codegen import HEADER, Models, generate_models
+from openenvgen.spec import SPEC_FORMAT, EnvSpec, canonical_json
+
+LOCK_FILE = "openenv-gen.lock"
+RUNTIME_REQUIREMENT = "openenvgen-runtime>=0.1.0,<0.2"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def templates_dir() -> Path:
+    packaged = Path(str(resources.files("openenvgen"))) / "templates"
+    if packaged.is_dir():
+        return packaged
+    # Editable install / source checkout: templates/ sits at the repository root.
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+def _py(value: Any) -> str:
+    """A Python literal for JSON data (repr is exact for str/int/bool/None/list/dict)."""
+    return repr(value)
+
+
+def _toml(value: str) -> str:
+    # A JSON string is a valid TOML basic string once control characters are escaped.
+    return json.dumps(_CONTROL.sub("", str(value)), ensure_ascii=False)
+
+
+def _md(value: str) -> str:
+    text = _CONTROL.sub("", str(value))
+    return text.replace("<", "&lt;").replace(">", "&gt;").strip()
+
+
+def _docstring(value: str) -> str:
+    """Text safe inside a triple-quoted docstring: no quotes or backslashes to break out."""
+    text = _CONTROL.sub("", str(value)).replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return text.strip()
+
+
+@cache
+def _environment():  # type: ignore[no-untyped-def]
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir() / "package")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(py=_py, toml=_toml, md=_md, docstring=_docstring, json=_json)
+    return env
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
+    """Every file of the package except the lock, keyed by POSIX path relative to its root."""
+    models = models or generate_models(spec)
+    env = _environment()
+    context = {
+        "spec": spec,
+        "header": HEADER,
+        "models": models,
+        "module": spec.module,
+        "stem": spec.class_stem,
+        "runtime_requirement": RUNTIME_REQUIREMENT,
+        "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
+        "resets": [dict(r) for r in spec.defaults.resets],
+        "tool_names": [t.name for t in spec.tools or ()],
+    }
+    m = spec.module
+    files = {
+        "pyproject.toml": env.get_template("pyproject.toml.j2").render(context),
+        "README.md": env.get_template("README.md.j2").render(context),
+        f"{m}/__init__.py": env.get_template("__init__.py.j2").render(context),
+        f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
+        f"{m}/models.py": models.source,
+        f"{m}/py.typed": f"{HEADER}\n",
+        f"{m}/snapshot.json": snapshot_text(spec),
+    }
+    return files
+
+
+def snapshot_text(spec: EnvSpec) -> str:
+    # JSON has no comments: the header travels as the first key.
+    body = {"_generated": HEADER.removeprefix("# "), **spec.snapshot()}
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def lock_text(spec: EnvSpec, files: dict[str, str]) -> str:
+    lock = {
+        "_generated": HEADER.removeprefix("# "),
+        "format": SPEC_FORMAT,
+        "package": spec.package,
+        "env_id": spec.env_id,
+        "schema_sha256": spec.schema_sha256,
+        "files": {path: sha256_text(text) for path, text in sorted(files.items())},
+    }
+    return json.dumps(lock, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_package(spec: EnvSpec) -> dict[str, str]:
+    """The whole package tree, lock included."""
+    files = package_files(spec)
+    files[LOCK_FILE] = lock_text(spec, files)
+    return dict(sorted(files.items()))
+
+
+def spec_from_snapshot(text: str) -> EnvSpec:
+    data = json.loads(text)
+    data.pop("_generated", None)
+    return EnvSpec.model_validate(data)
+
+
+__all__ = ["LOCK_FILE", "render_package", "spec_from_snapshot", "canonical_json"]

@@ -1,0 +1,227 @@
+"""The one frozen model everything downstream of a schema source consumes.
+
+A source (catalog snapshot, live server, schema file) produces a `Capture`: what the
+server said, untouched. `build_spec` checks it and combines it with the env's defaults
+into an `EnvSpec`. Codegen and rendering read only the `EnvSpec`; the package's
+`snapshot.json` is the `EnvSpec` itself, so a package can be re-rendered from it alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import keyword
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from openenvgen.errors import SchemaError, UsageError
+
+# Bumped only when the snapshot/lock layout changes; never by a release.
+SPEC_FORMAT = 1
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# verifiers resolves these ids to its own tasksets before any installed package.
+VERIFIERS_BUILTIN_IDS = frozenset({"openenv", "textarena", "harbor", "nemo_gym", "lean"})
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolSpec(Frozen):
+    """One MCP tool as the server lists it."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class EnvMetadata(Frozen):
+    """The parts of `/metadata` a package shows; everything else is dropped."""
+
+    name: str = ""
+    description: str = ""
+    version: str = ""
+    author: str = ""
+    documentation_url: str = ""
+
+
+class EnvDefaults(Frozen):
+    """Env-specific defaults the generated taskset carries (from the catalog or flags)."""
+
+    app: str | None = None
+    """ASGI app path the UV provider serves, e.g. `textarena_env.server.app:app`."""
+    resets: tuple[dict[str, Any], ...] = ({},)
+    """Reset kwargs, one task each."""
+    action_hint: str = ""
+    """One or two sentences for the system prompt on how to phrase an action."""
+    example_action: dict[str, Any] | None = None
+    """A valid action shown in the package README."""
+
+
+class EnvSpec(Frozen):
+    """Everything needed to render one adapter package."""
+
+    format: int = SPEC_FORMAT
+    name: str
+    """Short name, e.g. `wordle`; also the stem of the package name."""
+    env_id: str
+    """OpenEnv env id (Hugging Face Space id), e.g. `openenv/wordle`."""
+    package: str
+    """Distribution name, e.g. `wordle-openenv`; verifiers loads it by this id."""
+    package_version: str = "0.1.0"
+    """The generated package's version; `regen` bumps it by the impact of a schema change."""
+    metadata: EnvMetadata
+    action_schema: dict[str, Any]
+    observation_schema: dict[str, Any]
+    tools: tuple[ToolSpec, ...] | None = None
+    """The MCP tool list; None for an env with a typed action."""
+    defaults: EnvDefaults = EnvDefaults()
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return validate_name(value)
+
+    @property
+    def is_mcp(self) -> bool:
+        return self.tools is not None
+
+    @property
+    def module(self) -> str:
+        """Import package name: verifiers lowercases the id and maps dashes to underscores."""
+        return self.package.replace("-", "_").lower()
+
+    @property
+    def class_stem(self) -> str:
+        return "".join(part.capitalize() for part in self.name.split("_") if part)
+
+    @property
+    def schema_sha256(self) -> str:
+        return schema_digest(self.action_schema, self.observation_schema, self.tools)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def validate_name(value: str) -> str:
+    if not _NAME_RE.match(value) or keyword.iskeyword(value):
+        raise ValueError(
+            f"env name {value!r} must be lowercase letters, digits and underscores, "
+            "starting with a letter"
+        )
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def schema_digest(
+    action: dict[str, Any], observation: dict[str, Any], tools: tuple[ToolSpec, ...] | None
+) -> str:
+    payload = {
+        "action": action,
+        "observation": observation,
+        "tools": None if tools is None else [t.model_dump(mode="json") for t in tools],
+    }
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def default_package_name(name: str) -> str:
+    # `<name>-openenv`: never `openenv-*` (OpenEnv's AutoEnv would claim it) and never
+    # a verifiers built-in id.
+    return f"{name.replace('_', '-')}-openenv"
+
+
+class Capture(Frozen):
+    """What a server said, before any checking: `/schema`, `/metadata`, tool list."""
+
+    schema_: dict[str, Any] = Field(alias="schema")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] | None = None
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def is_mcp_action(action_schema: dict[str, Any]) -> bool:
+    """MCP envs take `CallToolAction`; its title may be a subclass name, so look at the
+    `type` discriminator's const instead."""
+    type_field = (action_schema.get("properties") or {}).get("type")
+    return isinstance(type_field, dict) and type_field.get("const") == "call_tool"
+
+
+def _check_object_schema(schema: Any, what: str) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        raise SchemaError(f"{what} schema is not a JSON object")
+    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
+        raise SchemaError(f"{what} schema is not an object schema with properties")
+    return schema
+
+
+def _tool(raw: Any) -> ToolSpec:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise SchemaError("tool list entry has no string 'name'")
+    # POST /mcp tools/list says inputSchema; the WebSocket list_tools step says input_schema.
+    schema = raw.get("input_schema", raw.get("inputSchema", {"type": "object"}))
+    _check_object_schema(schema, f"tool {raw['name']!r} input")
+    description = raw.get("description") or ""
+    if not isinstance(description, str):
+        raise SchemaError(f"tool {raw['name']!r} description is not a string")
+    return ToolSpec(name=raw["name"], description=description, input_schema=schema)
+
+
+def _metadata(raw: dict[str, Any]) -> EnvMetadata:
+    def text(key: str) -> str:
+        value = raw.get(key)
+        return value if isinstance(value, str) else ""
+
+    return EnvMetadata(**{key: text(key) for key in EnvMetadata.model_fields})
+
+
+def build_spec(
+    capture: Capture,
+    *,
+    name: str,
+    env_id: str,
+    package: str | None = None,
+    defaults: EnvDefaults | None = None,
+) -> EnvSpec:
+    """Check a capture and combine it with the env's defaults into the frozen spec."""
+    try:
+        validate_name(name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    schema = capture.schema_
+    action = _check_object_schema(schema.get("action"), "action")
+    observation = _check_object_schema(schema.get("observation"), "observation")
+    tools: tuple[ToolSpec, ...] | None = None
+    if is_mcp_action(action):
+        if capture.tools is None:
+            raise SchemaError("MCP env (action type 'call_tool') but no tool list was captured")
+        tools = tuple(_tool(t) for t in capture.tools)
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            raise SchemaError("tool list names the same tool twice")
+    package = package or default_package_name(name)
+    module = package.replace("-", "_").lower()
+    if package.lower().startswith("openenv-") or module in VERIFIERS_BUILTIN_IDS:
+        raise UsageError(
+            f"package name {package!r} is reserved (openenv-* is claimed by OpenEnv's "
+            "AutoEnv; verifiers' built-in ids shadow packages)"
+        )
+    try:
+        return EnvSpec(
+            name=name,
+            env_id=env_id,
+            package=package,
+            metadata=_metadata(capture.metadata),
+            action_schema=action,
+            observation_schema=observation,
+            tools=tools,
+            defaults=defaults or EnvDefaults(),
+        )
+    except ValidationError as e:
+        raise SchemaError(f"invalid spec: {e.errors()[0]['msg']}") from None

@@ -1,0 +1,91 @@
+"""Atomic write of a rendered package: all of it lands, or nothing changes.
+
+The tree is written to a sibling temporary directory and swapped in with renames, so an
+interrupted or failed run leaves an existing package byte-identical. Files in an
+existing package that its lock does not list are the user's: they are carried over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from openenvgen.errors import OutputError
+from openenvgen.render import LOCK_FILE
+
+
+def _locked_files(root: Path) -> set[str] | None:
+    """The generated files an existing package's lock lists; None if it has no lock."""
+    lock = root / LOCK_FILE
+    if not lock.is_file():
+        return None
+    try:
+        return set(json.loads(lock.read_text("utf-8"))["files"])
+    except (ValueError, KeyError, TypeError, OSError):
+        raise OutputError(f"{lock}: unreadable lock file; move it away to regenerate") from None
+
+
+def check_target(out: Path) -> set[str]:
+    """Refuse a target that is not a directory we own; return its generated file set."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} exists and is not a directory")
+    if not out.exists() or not any(out.iterdir()):
+        return set()
+    locked = _locked_files(out)
+    if locked is None:
+        raise OutputError(f"--out {out} is a non-empty directory that is not a generated package (no {LOCK_FILE})")
+    return locked
+
+
+def _user_files(root: Path, generated: set[str]) -> list[str]:
+    out = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and rel not in generated and rel != LOCK_FILE and "__pycache__" not in rel:
+            out.append(rel)
+    return sorted(out)
+
+
+def write_tree(files: dict[str, str], out: Path) -> None:
+    out = out.resolve()
+    generated = check_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        for rel, text in files.items():
+            target = staging / rel
+            if not target.resolve().is_relative_to(staging.resolve()):
+                raise OutputError(f"refusing to write outside the package: {rel}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+        if out.exists():
+            for rel in _user_files(out, generated):
+                if rel in files:
+                    raise OutputError(f"{out / rel} is not in the lock but would be overwritten; move it away first")
+                (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(out / rel, staging / rel)
+        _swap(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _swap(staging: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.rmdir(old)
+    os.rename(out, old)
+    try:
+        os.rename(staging, out)
+    except BaseException:
+        os.rename(old, out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,102 @@
+"""From the model's reply to a validated OpenEnv action, or an error the model can read."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
+
+
+class InvalidAction(ValueError):
+    """The reply is not a valid action; the message is written for the model."""
+
+
+@dataclass(frozen=True)
+class ActionSpace:
+    """What a reply is validated against: a typed action, or MCP tools with typed arguments."""
+
+    action_model: type[BaseModel]
+    action_schema: dict[str, Any]
+    tool_arguments: dict[str, type[BaseModel]] | None = None
+    tools: list[dict[str, Any]] | None = None
+
+    @property
+    def is_mcp(self) -> bool:
+        return self.tool_arguments is not None
+
+    def prompt_schema(self) -> Any:
+        """What the model is shown: the action schema without the base `metadata` field,
+        or the tools with their argument schemas."""
+        if self.is_mcp:
+            return [
+                {"name": t.get("name"), "description": t.get("description", ""), "arguments": t.get("input_schema", t.get("inputSchema", {}))}
+                for t in self.tools or []
+            ]
+        schema = dict(self.action_schema)
+        props = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
+        return {**schema, "properties": props}
+
+    def parse(self, reply: str) -> dict[str, Any]:
+        """The action to send: validated by the typed model, dumped as the server expects."""
+        value = _decode(reply)
+        if self.is_mcp:
+            return self._tool_call(value)
+        if not isinstance(value, dict):
+            value = self._single_field(value, reply)
+        try:
+            model = self.action_model.model_validate(value)
+        except ValidationError as e:
+            raise InvalidAction(_describe(e)) from None
+        return model.model_dump(mode="json", exclude_unset=True)
+
+    def _single_field(self, value: Any, reply: str) -> dict[str, Any]:
+        required = self.action_schema.get("required") or []
+        if len(required) != 1:
+            raise InvalidAction("reply with one JSON object matching the action schema")
+        field = required[0]
+        ftype = ((self.action_schema.get("properties") or {}).get(field) or {}).get("type")
+        # "[crane]" decodes to a list and "42" to an int: a string field takes the raw text.
+        raw = value if ftype != "string" or isinstance(value, str) else reply.strip()
+        return {field: raw}
+
+    def _tool_call(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise InvalidAction('reply with one JSON object: {"tool": NAME, "arguments": {...}}')
+        name = value.get("tool", value.get("tool_name"))
+        arguments = value.get("arguments", {})
+        extra = set(value) - {"tool", "tool_name", "arguments", "type", "metadata"}
+        if extra or not isinstance(name, str) or not isinstance(arguments, dict):
+            raise InvalidAction('reply with one JSON object: {"tool": NAME, "arguments": {...}}')
+        assert self.tool_arguments is not None
+        model = self.tool_arguments.get(name)
+        if model is None:
+            raise InvalidAction(f"unknown tool {name!r}; tools: {', '.join(sorted(self.tool_arguments))}")
+        try:
+            args = model.model_validate(arguments).model_dump(mode="json", exclude_unset=True)
+        except ValidationError as e:
+            raise InvalidAction(f"arguments for {name!r}: {_describe(e)}") from None
+        return {"type": "call_tool", "tool_name": name, "arguments": args}
+
+
+def _decode(reply: str) -> Any:
+    text = reply.strip()
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for err in error.errors(include_url=False)[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "action"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
