@@ -161,12 +161,34 @@ def _check_object_schema(schema: Any, what: str) -> dict[str, Any]:
     return schema
 
 
+def _check_refs(schema: dict[str, Any], what: str) -> None:
+    """Every `$ref` must be local and resolve: a dangling one would silently become `Any`."""
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if ref is not None:
+                if not isinstance(ref, str) or not ref.startswith(("#/$defs/", "#/definitions/")):
+                    raise SchemaError(f"{what} schema has a non-local $ref {str(ref)[:80]!r}")
+                if ref.rsplit("/", 1)[-1] not in defs:
+                    raise SchemaError(f"{what} schema has an unresolved $ref {ref[:80]!r}")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+
+
 def _tool(raw: Any) -> ToolSpec:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise SchemaError("tool list entry has no string 'name'")
     # POST /mcp tools/list says inputSchema; the WebSocket list_tools step says input_schema.
     schema = raw.get("input_schema", raw.get("inputSchema", {"type": "object"}))
     _check_object_schema(schema, f"tool {raw['name']!r} input")
+    _check_refs(schema, f"tool {raw['name']!r} input")
     description = raw.get("description") or ""
     if not isinstance(description, str):
         raise SchemaError(f"tool {raw['name']!r} description is not a string")
@@ -197,6 +219,7 @@ def build_spec(
     schema = capture.schema_
     action = _check_object_schema(schema.get("action"), "action")
     observation = _check_object_schema(schema.get("observation"), "observation")
+    _check_refs(action, "action")
     tools: tuple[ToolSpec, ...] | None = None
     if is_mcp_action(action):
         if capture.tools is None:

@@ -1,0 +1,123 @@
+"""Bad input: one line on stderr, a documented exit code, nothing already written lost."""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
+
+from tests.support.servers import serve_app
+from tests.test_generate import _tree, gen
+
+BROKEN = Path(__file__).parent / "broken_specs"
+EXPECTED = tomllib.loads((BROKEN / "expected.toml").read_text())
+
+
+def _one_line_error(result, code: int, fragment: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("openenv-gen: error: ")
+    assert fragment in lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_broken_specs(case: str, tmp_path: Path) -> None:
+    expect = EXPECTED[case]
+    result = gen("broken", "--schema-file", str(BROKEN / f"{case}.json"), "--out", str(tmp_path / "out"))
+    _one_line_error(result, expect["exit"], expect["message"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_broken_spec_has_an_expectation() -> None:
+    assert {p.stem for p in BROKEN.glob("*.json")} == set(EXPECTED)
+
+
+def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
+    result = gen("wordel", cwd=tmp_path)
+    _one_line_error(result, 64, "unknown env 'wordel'; known: chess, coding, connect4, echo, maze, reasoning_gym, wordle")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_url(tmp_path: Path) -> None:
+    result = gen("x", "--base-url", f"http://127.0.0.1:{_closed_port()}", "--out", str(tmp_path / "o"))
+    _one_line_error(result, 69, "ConnectError")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("routes", "fragment"),
+    [
+        ([], "HTTP 404"),
+        ([Route("/health", lambda r: HTMLResponse("<html>hi</html>"))], "not JSON"),
+        ([Route("/health", lambda r: JSONResponse({"ok": 1}))], "no 'status' field"),
+        (
+            [Route("/health", lambda r: JSONResponse({"status": "healthy"})), Route("/schema", lambda r: JSONResponse({"a": 1}))],
+            "no action/observation schemas",
+        ),
+        ([Route("/health", lambda r: JSONResponse({"status": "x"}, status_code=500))], "HTTP 500"),
+    ],
+    ids=["404", "html", "no-status", "no-schemas", "500"],
+)
+def test_not_an_openenv_server(routes, fragment: str, tmp_path: Path) -> None:
+    with serve_app(Starlette(routes=routes), ready_path="/nonexistent-ok") as url:
+        result = gen("x", "--base-url", str(url), "--out", str(tmp_path / "o"))
+    _one_line_error(result, 69, fragment)
+    assert not (tmp_path / "o").exists()
+
+
+def test_out_is_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("keep me")
+    _one_line_error(gen("wordle", "--out", str(target)), 73, "is not a directory")
+    assert target.read_text() == "keep me"
+
+
+def test_out_is_a_foreign_directory(tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    _one_line_error(gen("wordle", "--out", str(tmp_path / "mine")), 73, "not a generated package")
+    assert _tree(tmp_path / "mine") == {"notes.txt": b"keep me"}
+
+
+def test_failed_regeneration_leaves_the_package_byte_identical(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    assert gen("wordle", "--out", str(out)).returncode == 0
+    (out / "NOTES.md").write_text("user file")
+    before = _tree(out)
+    result = gen("wordle", "--schema-file", str(BROKEN / "action_not_object.json"), "--out", str(out))
+    assert result.returncode == 65
+    assert _tree(out) == before
+    # A successful regeneration keeps the user's file.
+    assert gen("wordle", "--out", str(out)).returncode == 0
+    assert (out / "NOTES.md").read_text() == "user file"
+
+
+def test_conflicting_sources(tmp_path: Path) -> None:
+    result = gen("x", "--base-url", "http://127.0.0.1:1", "--schema-file", "f.json", cwd=tmp_path)
+    _one_line_error(result, 64, "not both")
+
+
+@pytest.mark.parametrize("name", ["check", "list"])
+def test_subcommand_names_are_not_env_names(name: str) -> None:
+    # `openenv-gen list` lists; it never generates a package called "list".
+    result = gen(name, "--help")
+    assert result.returncode == 0
+
+
+def test_reserved_package_names(tmp_path: Path) -> None:
+    result = gen("wordle", "--package", "openenv-wordle", "--out", str(tmp_path / "o"))
+    _one_line_error(result, 64, "reserved")
+    result = gen("wordle", "--package", "textarena", "--out", str(tmp_path / "o"))
+    _one_line_error(result, 64, "reserved")
