@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -23,20 +21,11 @@ from typing import Any
 
 import httpx
 
+from openenvgen_runtime import launch
 from openenvgen_runtime.config import AdapterConfig
+from openenvgen_runtime.launch import LaunchError
 
 logger = logging.getLogger(__name__)
-
-_LAUNCH_ARGS = ("port", "env_vars", "workers")
-_UV_ARGS = ("project_path", "app", "host", "reload", "env_vars")
-
-
-class LaunchError(RuntimeError):
-    """A server could not be started or reached."""
-
-
-class CapacityReached(RuntimeError):
-    pass
 
 
 @dataclass(eq=False)
@@ -86,74 +75,58 @@ class ServerPool:
         """Reach every given server, or launch the first one; failures surface here,
         before any episode starts."""
         if self.config.base_urls:
-            for url in self.config.base_urls:
-                server = Server(url=url)
-                await self._describe(server)
-                self.servers.append(server)
-        else:
-            if self.config.use_docker:
-                await asyncio.to_thread(_require_docker)
-            self._launching += 1
-            try:
-                server = await self._launch()
-            finally:
-                self._launching -= 1
-            self.servers.append(server)
+            servers = [Server(url=url) for url in self.config.base_urls]
+            await asyncio.gather(*(self._describe(s) for s in servers))
+            self.servers.extend(servers)
+            return
+        self._launching += 1
+        try:
+            server = await self._launch()
+        finally:
+            self._launching -= 1
+        self.servers.append(server)
 
     async def _describe(self, server: Server) -> None:
         try:
             server.schema, server.tools = await fetch_server_info(server.url, mcp=self.mcp)
-        except (httpx.HTTPError, ValueError, KeyError) as e:
-            raise LaunchError(f"{server.url}: cannot read /schema: {e}") from None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            raise LaunchError(f"{server.url}: cannot read the env's /schema: {e}") from None
 
     async def _launch(self) -> Server:
-        provider, url = await asyncio.to_thread(self._start_provider)
-        server = Server(url=url, provider=provider)
-        try:
-            await self._wait_ready(server)
-            await self._describe(server)
-        except BaseException:
-            await asyncio.to_thread(provider.stop)
-            raise
-        logger.info("openenv server for %s ready at %s", self.config.env, url)
-        return server
-
-    def _start_provider(self) -> tuple[Any, str]:
-        kwargs = dict(self.config.provider_kwargs)
-        start_args = {k: kwargs.pop(k) for k in _LAUNCH_ARGS if k in kwargs}
-        kwargs.pop("timeout", None)
+        timeout = launch.startup_timeout(self.config.provider_kwargs, self.config.startup_timeout)
         env_id = self.config.env
         assert env_id is not None
-        if self.config.use_docker:
-            from openenv.core.containers.runtime import LocalDockerProvider
+        provider, url = await asyncio.to_thread(
+            launch.start, env_id, self.config.provider_kwargs, use_docker=self.config.use_docker, timeout=timeout
+        )
+        server = Server(url=url, provider=provider)
+        try:
+            await self._wait_ready(server, timeout)
+            await self._describe(server)
+        except BaseException:
+            await asyncio.to_thread(launch.stop, provider)
+            raise
+        logger.info("openenv server for %s ready at %s", env_id, url)
+        return server
 
-            provider = LocalDockerProvider()
-            tag = kwargs.pop("tag", "latest")
-            image = kwargs.pop("image", f"registry.hf.space/{env_id.replace('/', '-')}:{tag}")
-            return provider, provider.start_container(image, **start_args, **kwargs)
-        from openenv.core.containers.runtime import UVProvider
-
-        project = kwargs.pop("project_path", None) or f"git+https://huggingface.co/spaces/{env_id}"
-        uv_kwargs = {k: kwargs.pop(k) for k in _UV_ARGS if k in kwargs}
-        if kwargs:
-            raise LaunchError(f"unknown provider_kwargs for the UV provider: {sorted(kwargs)}")
-        uv_kwargs.setdefault("host", "127.0.0.1")
-        provider = UVProvider(project_path=project, context_timeout_s=self.config.startup_timeout, **uv_kwargs)
-        return provider, provider.start(**start_args)
-
-    async def _wait_ready(self, server: Server) -> None:
-        """Poll /health without blocking the loop; a process that exits fails at once."""
-        deadline = time.monotonic() + float(self.config.provider_kwargs.get("timeout", self.config.startup_timeout))
-        process = getattr(server.provider, "_process", None)
+    async def _wait_ready(self, server: Server, timeout: float) -> None:
+        """Poll /health without blocking the loop; a server that exits fails at once."""
+        deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(timeout=2.0) as http:
-            while time.monotonic() < deadline:
-                if process is not None and process.poll() is not None:
-                    raise LaunchError(f"{self.config.env}: server exited with code {process.returncode} while starting")
+            while True:
+                code = launch.exited(server.provider)
+                if code is not None:
+                    tail = launch.log_tail(server.provider)
+                    raise LaunchError(
+                        f"{self.config.env}: server exited with code {code} while starting"
+                        + (f"; last lines of its log:\n{tail}" if tail else "")
+                    )
                 with contextlib.suppress(httpx.HTTPError):
                     if (await http.get(f"{server.url}/health")).status_code == 200:
                         return
-                await asyncio.sleep(0.2)
-        raise LaunchError(f"{self.config.env}: server not ready after {deadline:.0f}s")
+                if time.monotonic() > deadline:
+                    raise LaunchError(f"{self.config.env}: server not ready after {timeout:g}s at {server.url}")
+                await asyncio.sleep(0.1)
 
     async def _reserve(self) -> Server:
         """A server with a free session slot, launching one when all are full."""
@@ -193,7 +166,10 @@ class ServerPool:
 
     @contextlib.asynccontextmanager
     async def session(self, reset_kwargs: dict[str, Any]) -> AsyncIterator[tuple[Server, Any, Any]]:
-        """A WebSocket session on some server, already reset: yields (server, client, result)."""
+        """A WebSocket session on some server, already reset: yields (server, client, result).
+
+        A server that refuses the session for capacity is capped at the sessions it holds
+        and the episode moves on (to another server, a new one, or a wait for a slot)."""
         from openenv import GenericEnvClient
 
         while True:
@@ -201,22 +177,18 @@ class ServerPool:
             client = GenericEnvClient(base_url=server.url)
             try:
                 result = await client.reset(**reset_kwargs)
-            except RuntimeError as e:
+                break
+            except BaseException as e:
                 with contextlib.suppress(Exception):
                     await client.close()
+                others = server.active - 1
                 await self._release(server)
-                if "CAPACITY_REACHED" not in str(e):
+                if not _refused_for_capacity(e, others):
                     raise
                 async with self._changed:
-                    # This server holds all the sessions it can; try another.
-                    server.capacity = max(1, server.active)
-                continue
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await client.close()
-                await self._release(server)
-                raise
-            break
+                    server.capacity = max(1, others)
+                    self._changed.notify_all()
+                logger.debug("%s is full at %d sessions; trying elsewhere", server.url, server.capacity)
         try:
             yield server, client, result
         finally:
@@ -229,21 +201,17 @@ class ServerPool:
         async with self._changed:
             self._changed.notify_all()
         servers, self.servers = self.servers, []
-        for server in servers:
-            if server.provider is not None:
-                await asyncio.to_thread(_stop_provider, server.provider)
+        await asyncio.gather(
+            *(asyncio.to_thread(launch.stop, s.provider) for s in servers if s.provider is not None)
+        )
 
 
-def _stop_provider(provider: Any) -> None:
-    stop = getattr(provider, "stop", None) or getattr(provider, "stop_container", None)
-    with contextlib.suppress(Exception):
-        stop()
+def _refused_for_capacity(error: BaseException, other_sessions: int) -> bool:
+    if "CAPACITY_REACHED" in str(error):
+        return True
+    # The server sends CAPACITY_REACHED and closes right after accepting; a client that
+    # has already sent its reset may only see the closed socket.
+    from websockets.exceptions import ConnectionClosed
 
-
-def _require_docker() -> None:
-    if shutil.which("docker") is None:
-        raise LaunchError("use_docker: no `docker` command on this machine")
-    try:
-        subprocess.run(["docker", "info"], check=True, capture_output=True, timeout=10)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        raise LaunchError("use_docker: no Docker daemon answers (`docker info` failed)") from None
+    closed = isinstance(error, ConnectionClosed) or isinstance(error.__cause__, ConnectionClosed)
+    return closed and other_sessions > 0

@@ -33,6 +33,9 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     """MCP envs: tool name → generated argument model. Empty for typed-action envs."""
     ACTION_HINT: ClassVar[str] = ""
     """Env-specific advice on phrasing an action, appended to the system prompt."""
+    SYSTEM_PROMPT: ClassVar[str | None] = None
+    """Replaces the runtime's system prompt for this package (verifiers'
+    `--env.taskset.system-prompt FILE` still overrides it per run)."""
     SNAPSHOT: ClassVar[Path | None] = None
     """The schema snapshot the package was generated from."""
 
@@ -55,7 +58,7 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
             action_schema=self.ACTION_MODEL.model_json_schema(),
             tool_arguments=dict(self.TOOL_ARGUMENTS) if self.IS_MCP else None,
         )
-        prompt = system_prompt(snapshot_space, self.ACTION_HINT)
+        prompt = self.SYSTEM_PROMPT or system_prompt(snapshot_space, self.ACTION_HINT)
         for idx, reset in enumerate(config.resets):
             yield AdapterTask(
                 AdapterData(name=f"{source}#{idx}", prompt=None, system_prompt=prompt, reset=reset),

@@ -1,0 +1,65 @@
+"""Generate adapter packages from live fixture servers and run their episodes in-process
+through verifiers' own Env API (`serving()` + `run_episode`), the path vf-eval takes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
+_ids = itertools.count()
+
+
+def generate_from_server(stem: str, base_url: str, root: Path, **flags: str) -> str:
+    """`openenv-gen` against a live server; the package becomes importable. Returns its id."""
+    name = f"{stem}_{next(_ids)}"
+    out = root / name
+    args = [OPENENV_GEN, name, "--base-url", base_url, "--out", str(out)]
+    for key, value in flags.items():
+        args += [f"--{key.replace('_', '-')}", value]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    sys.path.insert(0, str(out))
+    return f"{name.replace('_', '-')}-openenv"
+
+
+def load_env(package_id: str, taskset: dict[str, Any] | None = None, player: dict[str, Any] | None = None) -> Any:
+    from verifiers.v1.utils.loaders import load_environment, resolve_env_config
+
+    config: dict[str, Any] = {"taskset": {"id": package_id, **(taskset or {})}}
+    if player:
+        config["player"] = player
+    return load_environment(resolve_env_config(config))
+
+
+def model_context(model_url: str) -> Any:
+    import verifiers.v1 as vf
+
+    return vf.ModelContext(
+        client=vf.EvalClientConfig(base_url=f"{model_url}/v1"),
+        model="scripted-model",
+        sampling=vf.SamplingConfig(),
+    )
+
+
+async def run_all(env: Any, model_url: str, repeat: int = 1, concurrency: int = 8) -> list[Any]:
+    """Every task `repeat` times, at most `concurrency` at once, inside one `serving()`."""
+    ctx = model_context(model_url)
+    tasks = list(env.taskset) * repeat
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: Any) -> Any:
+        async with gate:
+            return await env.run_episode(task, ctx)
+
+    async with env.serving():
+        return await asyncio.gather(*(one(t) for t in tasks))
+
+
+def outcome(episode: Any) -> tuple[bool, str | None, float]:
+    (trace,) = episode.traces
+    return episode.ok, trace.stop_condition, trace.rewards["openenv_reward"].score

@@ -1,0 +1,215 @@
+"""Launch modes and cleanup: OpenEnv's UV provider starting a local env project, the Docker
+provider's missing-daemon error, fast failure, a launch that never blocks the event loop,
+and no server process left behind on any path (process counts before and after)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from openenvgen_runtime.launch import LaunchError
+from tests.support.adapters import generate_from_server, load_env, model_context, outcome, run_all
+from tests.support.scripted_model import Script, ScriptedChatModel
+from tests.support.servers import serve_app
+
+pytestmark = pytest.mark.rollout
+
+PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
+APP = "guess_env.server:app"
+
+
+def marked_processes(marker: str) -> list[int]:
+    """PIDs whose environment carries `marker` (the uv process and the uvicorn it runs)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def uv_taskset(marker: str, **extra) -> dict:
+    env_vars = {"OPENENVGEN_TEST_MARKER": marker, **extra.pop("env_vars", {})}
+    return {
+        "env": "test/guess-env",
+        "provider_kwargs": {"project_path": str(PROJECT), "app": APP, "env_vars": env_vars, "startup_timeout": 240},
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Generate the package from the env launched once by hand with OpenEnv's UV provider."""
+    from openenvgen_runtime import launch
+
+    provider, url = launch.start("test/guess-env", {"project_path": str(PROJECT), "app": APP}, use_docker=False, timeout=240)
+    try:
+        import httpx
+
+        assert wait_for(lambda: _healthy(url), timeout=240), launch.log_tail(provider)
+        return generate_from_server("guess", url, tmp_path_factory.mktemp("pkgs"))
+    finally:
+        launch.stop(provider)
+
+
+def _healthy(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_uv_provider_pool_plays_single_session_env_and_cleans_up(guess_pkg: str) -> None:
+    """Six concurrent episodes on a one-session env: the pool launches up to three servers
+    through OpenEnv's UV provider, shares them, and stops every process at the end."""
+    marker = uuid.uuid4().hex
+    model = ScriptedChatModel(Script(['{"guess": 3}', "7"]))
+    with serve_app(model) as model_url:
+        env = load_env(guess_pkg, uv_taskset(marker, max_servers=3))
+        episodes = asyncio.run(run_all(env, str(model_url), repeat=6, concurrency=6))
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 6
+    assert marked_processes(marker) == []
+
+
+def test_launch_does_not_block_the_event_loop(guess_pkg: str) -> None:
+    marker = uuid.uuid4().hex
+    env = load_env(guess_pkg, uv_taskset(marker))
+
+    async def main() -> float:
+        worst, stop = 0.0, asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal worst
+            last = time.monotonic()
+            while not stop.is_set():
+                await asyncio.sleep(0.02)
+                now = time.monotonic()
+                worst, last = max(worst, now - last), now
+
+        tick = asyncio.create_task(ticker())
+        try:
+            await env.start()
+        finally:
+            stop.set()
+            await tick
+            await env.stop()
+        return worst
+
+    worst = asyncio.run(main())
+    assert worst < 0.5, f"event loop stalled for {worst:.2f}s during a launch"
+    assert marked_processes(marker) == []
+
+
+def test_server_that_dies_while_starting_is_reported_fast_with_its_log(guess_pkg: str) -> None:
+    marker = uuid.uuid4().hex
+    env = load_env(guess_pkg, uv_taskset(marker, env_vars={"GUESS_ENV_CRASH": "1"}))
+
+    async def main() -> None:
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    started = time.monotonic()
+    with pytest.raises(LaunchError, match="exited with code") as info:
+        asyncio.run(main())
+    elapsed = time.monotonic() - started
+    assert "crashing on purpose" in str(info.value)
+    # Far below the 240 s startup timeout: only uv's own start-up and the import remain.
+    assert elapsed < 60, elapsed
+    assert marked_processes(marker) == []
+
+
+def test_docker_without_a_daemon_fails_before_any_episode(guess_pkg: str, tmp_path: Path) -> None:
+    if subprocess.run(["docker", "info"], capture_output=True).returncode == 0 if _has_docker() else False:
+        pytest.skip("a Docker daemon answers here")
+    env = load_env(guess_pkg, {"env": "test/guess-env", "use_docker": True})
+    with pytest.raises(LaunchError, match="use_docker: no (Docker daemon answers|`docker` command)"):
+        asyncio.run(env.start())
+
+
+def _has_docker() -> bool:
+    import shutil
+
+    return shutil.which("docker") is not None
+
+
+@pytest.mark.parametrize("path", ["exception", "cancellation"])
+def test_no_server_left_after_a_failed_or_cancelled_run(guess_pkg: str, path: str) -> None:
+    marker = uuid.uuid4().hex
+    env = load_env(guess_pkg, uv_taskset(marker))
+
+    async def main() -> None:
+        async with env.serving():
+            assert wait_for(lambda: len(marked_processes(marker)) >= 1, timeout=5)
+            if path == "exception":
+                raise RuntimeError("boom")
+            current = asyncio.current_task()
+            assert current is not None
+            current.cancel()
+            await asyncio.sleep(1)
+
+    with pytest.raises((RuntimeError, asyncio.CancelledError)):
+        asyncio.run(main())
+    assert wait_for(lambda: marked_processes(marker) == [], timeout=15), marked_processes(marker)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_server_left_after_the_eval_process_is_signalled(guess_pkg: str, tmp_path: Path, sig: signal.Signals) -> None:
+    """A real `vf-eval` run is signalled while its episode waits on the model."""
+    from tests.support.rollout import VF_EVAL
+
+    import tomli_w
+
+    marker = uuid.uuid4().hex
+
+    def slow(messages: list[dict]) -> str:
+        time.sleep(60)
+        return "7"
+
+    model = ScriptedChatModel(slow)
+    with serve_app(model) as model_url:
+        config = {
+            "model": "scripted-model",
+            "push": False,
+            "output_dir": str(tmp_path),
+            "client": {"base_url": f"{model_url}/v1"},
+            "env": {"taskset": {"id": guess_pkg, **uv_taskset(marker)}},
+        }
+        (tmp_path / "eval.toml").write_text(tomli_w.dumps(config))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen([VF_EVAL, "@", str(tmp_path / "eval.toml"), "--no-rich"], env=env, cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            assert wait_for(lambda: len(model.requests) >= 1, timeout=180), "episode never reached the model"
+            assert len(marked_processes(marker)) >= 1
+            proc.send_signal(sig)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert wait_for(lambda: marked_processes(marker) == [], timeout=20), marked_processes(marker)
