@@ -4,12 +4,23 @@ Two schemas are "equal after normalisation" when they match once
 - every local `$ref` (`#/$defs/...`, `#/definitions/...`) is replaced by its target,
 - every `title` keyword is dropped (class names are ours to choose), and
 - a `default` the server's schema lacks is dropped from ours (the server field has a
-  `default_factory`, which JSON schema cannot express).
+  `default_factory`, which JSON schema cannot express), and
+- a `description` is compared with every run of whitespace collapsed to one space: a
+  model's description becomes its class docstring, which re-indents, expands tabs and
+  trims (an empty one is no description),
+- `additionalProperties: true` is dropped: it is JSON Schema's default,
+- a one-value `enum` is written as the equivalent `const`; a `type` beside a `const` of
+  that very JSON type, and an empty `required`, are dropped (they add nothing); a closed
+  object with no properties is written `maxProperties: 0` (both accept only `{}`) and an
+  open one drops its empty `properties`, and
+- in a `pattern`, a backslash before a quote character is dropped: datamodel-code-generator
+  writes patterns as raw strings, where a quote must be escaped, and `\'` matches `'`.
 Property *names* are never touched: a field called `title` stays.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -17,35 +28,58 @@ _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
 
 
-def inline_refs(schema: dict[str, Any], *, max_depth: int = 64) -> dict[str, Any]:
-    """`schema` with local refs replaced by their targets and `$defs` removed."""
+def inline_refs(schema: dict[str, Any], *, max_depth: int = 256) -> dict[str, Any]:
+    """`schema` with local refs replaced by their targets and `$defs` removed. A recursive
+    reference (a model that contains itself) stays a marker, `{"$recursive": NAME}`."""
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
 
-    def resolve(node: Any, depth: int) -> Any:
+    def resolve(node: Any, depth: int, expanding: frozenset[str]) -> Any:
         if depth > max_depth:
-            raise ValueError("$ref nesting too deep (a reference cycle?)")
+            raise ValueError("schema nested too deeply to compare")
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
-                target = defs.get(ref.rsplit("/", 1)[-1])
-                if target is None:
+                name = ref.rsplit("/", 1)[-1]
+                if name not in defs:
                     raise ValueError(f"unresolved $ref {ref}")
+                if name in expanding:
+                    return {"$recursive": name}
                 rest = {k: v for k, v in node.items() if k != "$ref"}
-                return resolve({**target, **rest}, depth + 1)
-            return {k: resolve(v, depth + 1) for k, v in node.items() if k not in ("$defs", "definitions")}
+                return resolve({**defs[name], **rest}, depth + 1, expanding | {name})
+            return {k: resolve(v, depth + 1, expanding) for k, v in node.items() if k not in ("$defs", "definitions")}
         if isinstance(node, list):
-            return [resolve(v, depth + 1) for v in node]
+            return [resolve(v, depth + 1, expanding) for v in node]
         return node
 
-    return resolve(schema, 0)
+    return resolve(schema, 0, frozenset())
 
 
 def drop_titles(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
+    if node.get("properties") == {} and not node.get("required"):
+        closed = node.get("additionalProperties") is False
+        node = {k: v for k, v in node.items() if k not in ("additionalProperties", "properties", "required")}
+        if closed:
+            node["maxProperties"] = 0
+    enum = node.get("enum")
+    if isinstance(enum, list) and len(enum) == 1 and "const" not in node:
+        node = {**{k: v for k, v in node.items() if k != "enum"}, "const": enum[0]}
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title":
+            continue
+        if key == "description" and isinstance(value, str):
+            cleaned = " ".join(value.split())
+            if cleaned:  # an empty docstring is no docstring
+                out[key] = cleaned
+            continue
+        if (key == "additionalProperties" and value is True) or (key == "required" and value == []):
+            continue
+        if key == "type" and "const" in node and value == _json_type(node["const"]):
+            continue
+        if key == "pattern" and isinstance(value, str):
+            out[key] = re.sub(r"\\(['\"])", r"\1", value)
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: drop_titles(sub) for name, sub in value.items()}
@@ -56,6 +90,16 @@ def drop_titles(node: Any) -> Any:
         else:
             out[key] = value
     return out
+
+
+def _json_type(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(type(value))
 
 
 def _drop_factory_defaults(ours: Any, server: Any) -> Any:

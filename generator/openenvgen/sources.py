@@ -12,14 +12,28 @@ from typing import Any
 
 import httpx
 
-from openenvgen.errors import SourceError, UsageError
+from openenvgen.errors import SchemaError, SourceError, UsageError
 from openenvgen.spec import Capture, is_mcp_action
 
 TIMEOUT_S = 10.0
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
+class _NonStandardJSON(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonStandardJSON(name)
+
+
+def strict_json(text: str | bytes) -> Any:
+    """json.loads without NaN/Infinity: they are not JSON, and would become bad Python."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 def _get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any:
+    timeout = client.timeout.read
     try:
         with client.stream(method, url, **kwargs) as response:
             body = bytearray()
@@ -30,13 +44,17 @@ def _get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any
             if response.status_code >= 400:
                 raise SourceError(f"{url}: HTTP {response.status_code}")
     except httpx.TimeoutException:
-        raise SourceError(f"{url}: timed out after {TIMEOUT_S:g}s") from None
+        raise SourceError(f"{url}: timed out after {timeout:g}s") from None
     except httpx.HTTPError as e:
         raise SourceError(f"{url}: {type(e).__name__}: {e}") from None
     try:
-        return json.loads(bytes(body))
+        return strict_json(bytes(body))
+    except _NonStandardJSON as e:
+        raise SchemaError(f"{url}: not valid JSON ({e} is not a JSON number)") from None
     except ValueError:
         raise SourceError(f"{url}: not JSON (is this an OpenEnv server?)") from None
+    except RecursionError:
+        raise SourceError(f"{url}: JSON nested too deeply") from None
 
 
 def _mcp_tools(client: httpx.Client, base_url: str) -> tuple[dict[str, Any], ...]:
@@ -48,12 +66,12 @@ def _mcp_tools(client: httpx.Client, base_url: str) -> tuple[dict[str, Any], ...
     return tuple(tools)
 
 
-def from_server(base_url: str) -> Capture:
+def from_server(base_url: str, timeout: float = TIMEOUT_S) -> Capture:
     """Read `/health`, `/metadata`, `/schema` and, for MCP envs, the tool list."""
     base_url = base_url.rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise UsageError(f"--base-url {base_url!r} must start with http:// or https://")
-    with httpx.Client(timeout=TIMEOUT_S, follow_redirects=False) as client:
+    with httpx.Client(timeout=timeout, follow_redirects=False) as client:
         health = _get_json(client, "GET", f"{base_url}/health")
         if not isinstance(health, dict) or "status" not in health:
             raise SourceError(f"{base_url}/health: no 'status' field (is this an OpenEnv server?)")
@@ -74,11 +92,15 @@ def from_server(base_url: str) -> Capture:
 def from_schema_file(path: Path) -> Capture:
     """A saved `/schema` reply, or a capture `{"schema": ..., "metadata": ..., "tools": ...}`."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = strict_json(path.read_text("utf-8"))
+    except _NonStandardJSON as e:
+        raise SchemaError(f"--schema-file {path}: not valid JSON ({e} is not a JSON number)") from None
     except OSError as e:
         raise UsageError(f"--schema-file {path}: {e.strerror or e}") from None
     except ValueError as e:
         raise UsageError(f"--schema-file {path}: not JSON ({e})") from None
+    except RecursionError:
+        raise SchemaError(f"--schema-file {path}: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError(f"--schema-file {path}: expected a JSON object")
     if "schema" in data:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import keyword
 import re
+import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -22,6 +23,14 @@ from openenvgen.errors import SchemaError, UsageError
 SPEC_FORMAT = 1
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_PACKAGE_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+# Bounds on what a server may hand us: real envs are far below all of them.
+MAX_SCHEMA_BYTES = 2 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_PROPERTIES = 1000
+MAX_TOOLS = 256
+MAX_METADATA_CHARS = 4000
 # verifiers resolves these ids to its own tasksets before any installed package.
 VERIFIERS_BUILTIN_IDS = frozenset({"openenv", "textarena", "harbor", "nemo_gym", "lean"})
 
@@ -182,12 +191,35 @@ def _check_refs(schema: dict[str, Any], what: str) -> None:
     walk(schema)
 
 
+def _check_bounds(node: Any, what: str) -> None:
+    """Refuse schemas too deep or too wide to be a real env's (and too costly to generate)."""
+    stack: list[tuple[Any, int]] = [(node, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SchemaError(f"{what} schema is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            props = value.get("properties")
+            if isinstance(props, dict):
+                if len(props) > MAX_PROPERTIES:
+                    raise SchemaError(f"{what} schema has {len(props)} properties in one object (limit {MAX_PROPERTIES})")
+                for prop in props:
+                    # Python NFKC-normalises identifiers: a field named "𝐀" would silently
+                    # become "A" and no longer accept the server's key.
+                    if unicodedata.normalize("NFKC", prop) != prop:
+                        raise SchemaError(f"{what} schema property {prop[:40]!r} changes under Unicode normalisation")
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
 def _tool(raw: Any) -> ToolSpec:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise SchemaError("tool list entry has no string 'name'")
     # POST /mcp tools/list says inputSchema; the WebSocket list_tools step says input_schema.
     schema = raw.get("input_schema", raw.get("inputSchema", {"type": "object"}))
     _check_object_schema(schema, f"tool {raw['name']!r} input")
+    _check_bounds(schema, f"tool {raw['name']!r} input")
     _check_refs(schema, f"tool {raw['name']!r} input")
     description = raw.get("description") or ""
     if not isinstance(description, str):
@@ -198,7 +230,8 @@ def _tool(raw: Any) -> ToolSpec:
 def _metadata(raw: dict[str, Any]) -> EnvMetadata:
     def text(key: str) -> str:
         value = raw.get(key)
-        return value if isinstance(value, str) else ""
+        # Untrusted and shown in READMEs and package metadata: strings only, bounded.
+        return value[:MAX_METADATA_CHARS] if isinstance(value, str) else ""
 
     return EnvMetadata(**{key: text(key) for key in EnvMetadata.model_fields})
 
@@ -216,9 +249,16 @@ def build_spec(
         validate_name(name)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    if env_id is not None and not _ENV_ID_RE.match(env_id):
+        raise UsageError(f"env id {env_id[:100]!r} must look like owner/name (letters, digits, . _ -)")
     schema = capture.schema_
+    size = len(canonical_json({"schema": schema, "tools": capture.tools}).encode())
+    if size > MAX_SCHEMA_BYTES:
+        raise SchemaError(f"schema and tool list are {size} bytes (limit {MAX_SCHEMA_BYTES})")
     action = _check_object_schema(schema.get("action"), "action")
     observation = _check_object_schema(schema.get("observation"), "observation")
+    _check_bounds(action, "action")
+    _check_bounds(observation, "observation")
     _check_refs(action, "action")
     tools: tuple[ToolSpec, ...] | None = None
     if is_mcp_action(action):
@@ -228,7 +268,11 @@ def build_spec(
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             raise SchemaError("tool list names the same tool twice")
+        if len(tools) > MAX_TOOLS:
+            raise SchemaError(f"tool list has {len(tools)} tools (limit {MAX_TOOLS})")
     package = package or default_package_name(name)
+    if not _PACKAGE_RE.match(package) or len(package) > 100:
+        raise UsageError(f"package name {package[:100]!r} must be lowercase letters and digits separated by dashes")
     module = package.replace("-", "_").lower()
     if package.lower().startswith("openenv-") or module in VERIFIERS_BUILTIN_IDS:
         raise UsageError(

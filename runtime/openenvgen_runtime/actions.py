@@ -52,7 +52,8 @@ class ActionSpace:
             model = self.action_model.model_validate(value)
         except ValidationError as e:
             raise InvalidAction(_describe(e)) from None
-        return model.model_dump(mode="json", exclude_unset=True)
+        # By alias: a field the server calls `class` is `class_` on the model.
+        return model.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
     def _single_field(self, value: Any, reply: str) -> dict[str, Any]:
         required = self.action_schema.get("required") or []
@@ -77,7 +78,7 @@ class ActionSpace:
         if model is None:
             raise InvalidAction(f"unknown tool {name!r}; tools: {', '.join(sorted(self.tool_arguments))}")
         try:
-            args = model.model_validate(arguments).model_dump(mode="json", exclude_unset=True)
+            args = model.model_validate(arguments).model_dump(mode="json", exclude_unset=True, by_alias=True)
         except ValidationError as e:
             raise InvalidAction(f"arguments for {name!r}: {_describe(e)}") from None
         return {"type": "call_tool", "tool_name": name, "arguments": args}
