@@ -3,6 +3,9 @@
 The tree is written to a sibling temporary directory and swapped in with renames, so an
 interrupted or failed run leaves an existing package byte-identical. Files in an
 existing package that its lock does not list are the user's: they are carried over.
+A marked file (README.md) keeps the user's text outside its generated markers
+(`checking.merge_marked`); `user_updates` edit user-owned files (regen's CHANGELOG entry)
+and `scaffold` fills a new package's user-owned files, inside the same atomic swap.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from openenvgen.errors import OutputError
@@ -49,9 +53,38 @@ def _user_files(root: Path, generated: set[str]) -> list[str]:
     return sorted(out)
 
 
-def write_tree(files: dict[str, str], out: Path) -> None:
+def _merge_marked(out: Path, files: dict[str, str]) -> dict[str, str]:
+    """Keep the user's text outside the generated markers of README.md and the like."""
+    from openenvgen.checking import MARKED_FILES, MarkerError, merge_marked
+    from openenvgen.render import sha256_text
+
+    merged = dict(files)
+    for rel in MARKED_FILES & files.keys():
+        path = out / rel
+        if not path.is_file():
+            continue
+        existing = path.read_text("utf-8")
+        try:
+            merged[rel] = merge_marked(existing, files[rel])
+        except MarkerError as e:
+            # A file from before the markers is replaced only if nobody edited it.
+            lock = json.loads((out / LOCK_FILE).read_text("utf-8")) if (out / LOCK_FILE).is_file() else {}
+            if lock.get("files", {}).get(rel) != sha256_text(existing):
+                raise OutputError(f"{path}: cannot keep your text: {e}; restore the markers or move it away") from None
+    return merged
+
+
+def write_tree(
+    files: dict[str, str],
+    out: Path,
+    *,
+    user_updates: Mapping[str, Callable[[str | None], str]] | None = None,
+    scaffold: Callable[[Path], None] | None = None,
+) -> None:
     out = out.resolve()
     generated = check_target(out)
+    if out.exists():
+        files = _merge_marked(out, files)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
@@ -70,6 +103,16 @@ def write_tree(files: dict[str, str], out: Path) -> None:
                     raise OutputError(f"{out / rel} is not in the lock but would be overwritten; move it away first")
                 (staging / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(out / rel, staging / rel)
+        if scaffold is not None:
+            scaffold(staging)
+        for rel, update in (user_updates or {}).items():
+            if rel in files or rel in generated:
+                raise OutputError(f"{rel} is generated; it cannot be updated as a user file")
+            target = staging / rel
+            text = update(target.read_text("utf-8") if target.is_file() else None)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
         _swap(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

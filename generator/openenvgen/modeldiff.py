@@ -1,0 +1,464 @@
+"""Model-level diff between two EnvSpecs, and the semver impact of each change. Pure.
+
+`diff_specs(old, new)` compares what a generated package exposes: the action schema, the
+MCP tool list (names, descriptions, argument schemas), the observation schema, the env's
+metadata and defaults. Schemas are compared after `openenvgen.schemas.normalise` (local
+`$ref`s inlined, `title`s dropped), keyword by keyword, so each difference gets a path
+(`action.target.x`, `tools.add.a`, `observation.board`) and an impact:
+
+| impact | inputs (action, tool arguments)                  | outputs (observation)                 |
+|--------|--------------------------------------------------|---------------------------------------|
+| major  | required field added; field or tool removed;     | field removed; field may now be       |
+|        | optional field now required; type or constraint  | absent; type or constraint widened;   |
+|        | narrowed; incompatible retype; typed ↔ MCP       | incompatible retype                   |
+| minor  | optional field or tool added; required field now | field added; field now always         |
+|        | optional; type or constraint widened             | present; type or constraint narrowed  |
+| patch  | descriptions, examples, defaults, metadata, env defaults                                 |
+
+Inputs are what the model sends and the package validates, so accepting *less* breaks
+callers; outputs are what the server sends back, so *more* variety breaks readers. A
+change this module cannot classify (an unknown validation keyword, alternatives that
+cannot be paired) counts as major: under-reporting a break is the expensive mistake.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openenvgen.schemas import normalise
+from openenvgen.spec import EnvSpec
+
+Impact = Literal["patch", "minor", "major"]
+Direction = Literal["input", "output"]
+RANK: dict[str, int] = {"patch": 0, "minor": 1, "major": 2}
+
+# Keywords that document a schema without changing what it accepts.
+ANNOTATIONS = frozenset(
+    {"description", "examples", "default", "deprecated", "readOnly", "writeOnly", "$comment", "title", "$schema", "$id"}
+)
+# Bounds: a larger lower bound or a smaller upper bound accepts less.
+LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
+UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
+# Keywords whose any change (added, changed) restricts and whose removal relaxes.
+RESTRICTIONS = ("pattern", "format", "multipleOf", "contentEncoding", "contentMediaType")
+_TYPE_KEYS = frozenset({"type", "anyOf", "oneOf", "const", "enum"})
+_OBJECT_KEYS = frozenset({"properties", "required", "additionalProperties"})
+_ARRAY_KEYS = frozenset({"items", "prefixItems"})
+_JSON_TYPES = ("boolean", "integer", "number", "string", "array", "object", "null")
+
+
+@dataclass(frozen=True)
+class Change:
+    impact: Impact
+    path: str
+    """Where: `action.message`, `tools.add.a`, `observation.board[]`, `metadata.description`."""
+    what: str
+    """What happened, e.g. `required field added (integer)`, `type narrowed: string | null → string`."""
+
+    def line(self) -> str:
+        return f"{self.impact:<5}  {self.path}: {self.what}"
+
+
+@dataclass(frozen=True)
+class ModelDiff:
+    changes: tuple[Change, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def impact(self) -> Impact | None:
+        """The largest impact of any change; None when nothing changed."""
+        if not self.changes:
+            return None
+        return max((c.impact for c in self.changes), key=RANK.__getitem__)
+
+    def lines(self) -> list[str]:
+        return [c.line() for c in self.changes]
+
+    def markdown(self) -> str:
+        return "\n".join(f"- **{c.impact}** `{c.path}`: {c.what}" for c in self.changes)
+
+
+def bump(version: str, impact: Impact | None) -> str:
+    """Semver bump by impact (plain MAJOR.MINOR.PATCH; 0.x is bumped like any version)."""
+    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version)
+    if match is None:
+        raise ValueError(f"package version {version!r} is not MAJOR.MINOR.PATCH")
+    major, minor, patch = (int(g) for g in match.groups())
+    if impact is None:
+        return version
+    if impact == "major":
+        return f"{major + 1}.0.0"
+    if impact == "minor":
+        return f"{major}.{minor + 1}.0"
+    return f"{major}.{minor}.{patch + 1}"
+
+
+def diff_specs(old: EnvSpec, new: EnvSpec) -> ModelDiff:
+    out: list[Change] = []
+    if old.is_mcp != new.is_mcp:
+        kinds = {True: "MCP tools", False: "typed action"}
+        out.append(Change("major", "action", f"action kind changed: {kinds[old.is_mcp]} → {kinds[new.is_mcp]}"))
+    else:
+        out += diff_schemas(old.action_schema, new.action_schema, where="action", direction="input")
+        out += _diff_tools(old.tools or (), new.tools or ())
+    out += diff_schemas(old.observation_schema, new.observation_schema, where="observation", direction="output")
+    for key in ("name", "package"):
+        if getattr(old, key) != getattr(new, key):
+            out.append(Change("major", key, f"changed: {getattr(old, key)!r} → {getattr(new, key)!r}"))
+    if old.env_id != new.env_id:
+        out.append(Change("patch", "env_id", f"changed: {old.env_id!r} → {new.env_id!r}"))
+    for section in ("metadata", "defaults"):
+        before, after = getattr(old, section).model_dump(mode="json"), getattr(new, section).model_dump(mode="json")
+        for key in before:
+            if before[key] != after[key]:
+                out.append(Change("patch", f"{section}.{key}", f"changed: {_short(before[key])} → {_short(after[key])}"))
+    return ModelDiff(tuple(out))
+
+
+def _diff_tools(old: Iterable[Any], new: Iterable[Any]) -> list[Change]:
+    before, after = {t.name: t for t in old}, {t.name: t for t in new}
+    out: list[Change] = []
+    for name in before.keys() - after.keys():
+        out.append(Change("major", f"tools.{name}", "tool removed"))
+    for name in after.keys() - before.keys():
+        out.append(Change("minor", f"tools.{name}", "tool added"))
+    for name in sorted(before.keys() & after.keys()):
+        if before[name].description != after[name].description:
+            out.append(Change("patch", f"tools.{name}", "description changed"))
+        out += diff_schemas(before[name].input_schema, after[name].input_schema, where=f"tools.{name}", direction="input")
+    return sorted(out, key=lambda c: c.path) if out else out
+
+
+def diff_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str, direction: Direction) -> list[Change]:
+    """Changes between two JSON schemas, each classified for an input or an output."""
+    out: list[Change] = []
+    _compare(normalise(old), normalise(new), where, direction, out)
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for change in out:
+        if (change.path, change.what) not in seen:
+            seen.add((change.path, change.what))
+            unique.append(change)
+    return unique
+
+
+# --- schema comparison -------------------------------------------------------------------
+
+
+def _restricts(direction: Direction) -> Impact:
+    """Impact of a change that makes the schema accept less."""
+    return "major" if direction == "input" else "minor"
+
+
+def _relaxes(direction: Direction) -> Impact:
+    """Impact of a change that makes the schema accept more."""
+    return "minor" if direction == "input" else "major"
+
+
+def _compare(old: Any, new: Any, path: str, direction: Direction, out: list[Change]) -> None:
+    if old == new:
+        return
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        # `true`/`false` schemas, or garbage: only equality is meaningful.
+        out.append(Change("major", path, f"schema replaced: {_short(old)} → {_short(new)}"))
+        return
+    if (_branches(old) is None) != (_branches(new) is None):
+        # A plain schema became a union (`T` → `T | None`) or back: view the plain one as
+        # a union too, so its constraints are compared with the matching branch.
+        key = "anyOf" if "anyOf" in old or "anyOf" in new else "oneOf"
+        old, new = (_as_union(old, key), new) if _branches(old) is None else (old, _as_union(new, key))
+    start = len(out)
+    keys = old.keys() | new.keys()
+    differing = {k for k in keys if old.get(k, _ABSENT) != new.get(k, _ABSENT)}
+    for key in sorted(differing & ANNOTATIONS):
+        if key == "title":
+            continue
+        what = "description changed" if key == "description" else f"{key} changed"
+        if key == "default":
+            what = f"default changed: {_short(old.get(key, _ABSENT))} → {_short(new.get(key, _ABSENT))}"
+        out.append(Change("patch", path, what))
+    if differing & _TYPE_KEYS:
+        _compare_types(old, new, path, direction, out)
+    for key in LOWER_BOUNDS + UPPER_BOUNDS:
+        if key in differing:
+            _compare_bound(key, old.get(key), new.get(key), path, direction, out)
+    for key in RESTRICTIONS:
+        if key in differing:
+            before, after = old.get(key), new.get(key)
+            impact = _relaxes(direction) if after is None else _restricts(direction)
+            if before is None or after is None:
+                verb = "removed" if after is None else "added"
+                out.append(Change(impact, path, f"constraint {verb}: {key} {_short(before if after is None else after)}"))
+            else:
+                out.append(Change("major", path, f"constraint changed: {key} {_short(before)} → {_short(after)}"))
+    if "uniqueItems" in differing:
+        tighter = bool(new.get("uniqueItems"))
+        out.append(Change(_restricts(direction) if tighter else _relaxes(direction), path, f"uniqueItems → {tighter}"))
+    if differing & _OBJECT_KEYS:
+        _compare_object(old, new, path, direction, out)
+    if differing & _ARRAY_KEYS:
+        _compare_arrays(old, new, path, direction, out)
+    known = ANNOTATIONS | _TYPE_KEYS | _OBJECT_KEYS | _ARRAY_KEYS | set(LOWER_BOUNDS + UPPER_BOUNDS + RESTRICTIONS)
+    for key in sorted(differing - known - {"uniqueItems"}):
+        out.append(Change("major", path, f"unclassified change to `{key}` (treated as breaking)"))
+    if len(out) == start:
+        # Every difference was inside something compared as equal at this level, e.g. an
+        # annotation inside an anyOf branch.
+        out.append(Change("patch", path, "schema details changed"))
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT: Any = _Absent()
+
+
+def _compare_bound(key: str, before: Any, after: Any, path: str, direction: Direction, out: list[Change]) -> None:
+    lower = key in LOWER_BOUNDS
+    if before is None:
+        out.append(Change(_restricts(direction), path, f"constraint added: {key} {_short(after)}"))
+    elif after is None:
+        out.append(Change(_relaxes(direction), path, f"constraint removed: {key} {_short(before)}"))
+    elif not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (before, after)):
+        out.append(Change("major", path, f"constraint changed: {key} {_short(before)} → {_short(after)}"))
+    else:
+        tighter = after > before if lower else after < before
+        impact = _restricts(direction) if tighter else _relaxes(direction)
+        word = "narrowed" if tighter else "loosened"
+        out.append(Change(impact, path, f"constraint {word}: {key} {_short(before)} → {_short(after)}"))
+
+
+# Types: what JSON types a schema accepts ("integer" is a subset of "number").
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _types(schema: Any) -> frozenset[str] | None:
+    """The JSON types a schema accepts; None when unrestricted."""
+    if not isinstance(schema, dict):
+        return None if schema is not False else frozenset()
+    found: frozenset[str] | None = None
+    if "const" in schema:
+        found = frozenset({_json_type(schema["const"])})
+    elif isinstance(schema.get("enum"), list):
+        found = frozenset(_json_type(v) for v in schema["enum"])
+    elif isinstance(schema.get("type"), str):
+        found = frozenset({schema["type"]})
+    elif isinstance(schema.get("type"), list):
+        found = frozenset(t for t in schema["type"] if isinstance(t, str))
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            union: set[str] = set()
+            for branch in branches:
+                sub = _types(branch)
+                if sub is None:
+                    union = set(_JSON_TYPES)
+                    break
+                union |= sub
+            found = frozenset(union) if found is None else found & frozenset(union)
+    return found
+
+
+def _covers(types: frozenset[str], t: str) -> bool:
+    return t in types or (t == "integer" and "number" in types)
+
+
+def _subset(a: frozenset[str] | None, b: frozenset[str] | None) -> bool:
+    """Whether everything of types `a` is accepted by types `b`."""
+    if b is None:
+        return True
+    if a is None:
+        return False
+    return all(_covers(b, t) for t in a)
+
+
+def _show_types(types: frozenset[str] | None) -> str:
+    if types is None:
+        return "any"
+    if not types:
+        return "nothing"
+    return " | ".join(sorted(types, key=_JSON_TYPES.index)) if types <= set(_JSON_TYPES) else " | ".join(sorted(types))
+
+
+def _values(schema: dict[str, Any]) -> set[str] | None:
+    if "const" in schema:
+        return {json.dumps(schema["const"], sort_keys=True)}
+    if isinstance(schema.get("enum"), list):
+        return {json.dumps(v, sort_keys=True) for v in schema["enum"]}
+    return None
+
+
+def _branches(schema: dict[str, Any]) -> list[Any] | None:
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return schema[key]
+    return None
+
+
+def _by_type(branches: list[Any]) -> dict[str, Any] | None:
+    """Branches keyed by their single JSON type; None if any is untyped or shares a type."""
+    out: dict[str, Any] = {}
+    for branch in branches:
+        types = _types(branch)
+        if types is None or len(types) != 1:
+            return None
+        (t,) = types
+        if t in out:
+            return None
+        out[t] = branch
+    return out
+
+
+def _compare_types(old: dict[str, Any], new: dict[str, Any], path: str, direction: Direction, out: list[Change]) -> None:
+    before, after = _types(old), _types(new)
+    if before != after:
+        shown = f"{_show_types(before)} → {_show_types(after)}"
+        if _subset(after, before):
+            out.append(Change(_restricts(direction), path, f"type narrowed: {shown}"))
+        elif _subset(before, after):
+            out.append(Change(_relaxes(direction), path, f"type widened: {shown}"))
+        else:
+            out.append(Change("major", path, f"retyped: {shown}"))
+    values_before, values_after = _values(old), _values(new)
+    if values_before != values_after and not (values_before is None and values_after is None):
+        if values_after is None:
+            out.append(Change(_relaxes(direction), path, "allowed values no longer restricted"))
+        elif values_before is None:
+            out.append(Change(_restricts(direction), path, f"allowed values restricted to {_show_values(values_after)}"))
+        else:
+            removed, added = values_before - values_after, values_after - values_before
+            if removed:
+                out.append(Change(_restricts(direction), path, f"allowed values removed: {_show_values(removed)}"))
+            if added:
+                out.append(Change(_relaxes(direction), path, f"allowed values added: {_show_values(added)}"))
+    branches_before, branches_after = _branches(old), _branches(new)
+    if branches_before == branches_after or branches_before is None or branches_after is None:
+        return
+    keyed_before, keyed_after = _by_type(branches_before), _by_type(branches_after)
+    if keyed_before is not None and keyed_after is not None:
+        for t in sorted(keyed_before.keys() & keyed_after.keys()):
+            _compare(keyed_before[t], keyed_after[t], path, direction, out)
+        return
+    if before != after:
+        return  # the type change above already says it
+    # Alternatives that cannot be paired by type: compare them as sets.
+    a = {json.dumps(b, sort_keys=True) for b in branches_before}
+    b = {json.dumps(b, sort_keys=True) for b in branches_after}
+    if b < a:
+        out.append(Change(_restricts(direction), path, "alternatives removed"))
+    elif a < b:
+        out.append(Change(_relaxes(direction), path, "alternatives added"))
+    else:
+        out.append(Change("major", path, "alternatives changed (treated as breaking)"))
+
+
+def _as_union(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    """`schema` as a union of one branch per type, its annotations kept outside."""
+    annotations = {k: v for k, v in schema.items() if k in ANNOTATIONS}
+    body = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+    types = body.get("type")
+    if isinstance(types, list) and len(types) > 1:
+        branches = [{**body, "type": t} for t in types]
+    else:
+        branches = [body]
+    return {**annotations, key: branches}
+
+
+def _compare_object(old: dict[str, Any], new: dict[str, Any], path: str, direction: Direction, out: list[Change]) -> None:
+    props_before = old.get("properties") or {}
+    props_after = new.get("properties") or {}
+    required_before = set(old.get("required") or [])
+    required_after = set(new.get("required") or [])
+    for name in sorted(props_before.keys() - props_after.keys()):
+        out.append(Change("major", _join(path, name), "field removed"))
+    for name in sorted(props_after.keys() - props_before.keys()):
+        shown = _show_types(_types(props_after[name]))
+        if direction == "input":
+            if name in required_after:
+                out.append(Change("major", _join(path, name), f"required field added ({shown})"))
+            else:
+                out.append(Change("minor", _join(path, name), f"optional field added ({shown})"))
+        else:
+            kind = "field added" if name in required_after else "optional field added"
+            out.append(Change("minor", _join(path, name), f"{kind} ({shown})"))
+    for name in sorted(props_before.keys() & props_after.keys()):
+        was, now = name in required_before, name in required_after
+        if not was and now:
+            what = "field newly required" if direction == "input" else "field now always present"
+            out.append(Change(_restricts(direction), _join(path, name), what))
+        elif was and not now:
+            what = "field no longer required" if direction == "input" else "field may now be absent"
+            out.append(Change(_relaxes(direction), _join(path, name), what))
+        _compare(props_before[name], props_after[name], _join(path, name), direction, out)
+    # `required` naming a property the schema does not declare (allowed by JSON schema).
+    for name in sorted((required_after - required_before) - props_after.keys() - props_before.keys()):
+        out.append(Change(_restricts(direction), _join(path, name), "field newly required"))
+    for name in sorted((required_before - required_after) - props_after.keys() - props_before.keys()):
+        out.append(Change(_relaxes(direction), _join(path, name), "field no longer required"))
+    extra_before, extra_after = old.get("additionalProperties", True), new.get("additionalProperties", True)
+    if extra_before != extra_after:
+        if extra_after is False:
+            out.append(Change(_restricts(direction), path, "additional properties no longer allowed"))
+        elif extra_before is False:
+            out.append(Change(_relaxes(direction), path, "additional properties now allowed"))
+        elif extra_before is True:
+            out.append(Change(_restricts(direction), path, "additional properties now constrained"))
+        elif extra_after is True:
+            out.append(Change(_relaxes(direction), path, "additional properties no longer constrained"))
+        else:
+            _compare(extra_before, extra_after, f"{path}.*", direction, out)
+
+
+def _compare_arrays(old: dict[str, Any], new: dict[str, Any], path: str, direction: Direction, out: list[Change]) -> None:
+    if old.get("items", _ABSENT) != new.get("items", _ABSENT):
+        before, after = old.get("items", True), new.get("items", True)
+        if before is True and isinstance(after, dict):
+            out.append(Change(_restricts(direction), f"{path}[]", f"items now constrained ({_show_types(_types(after))})"))
+        elif after is True and isinstance(before, dict):
+            out.append(Change(_relaxes(direction), f"{path}[]", "items no longer constrained"))
+        else:
+            _compare(before, after, f"{path}[]", direction, out)
+    before_tuple, after_tuple = old.get("prefixItems") or [], new.get("prefixItems") or []
+    if before_tuple != after_tuple:
+        if len(before_tuple) != len(after_tuple):
+            out.append(Change("major", f"{path}[]", f"tuple length changed: {len(before_tuple)} → {len(after_tuple)}"))
+        for i, (a, b) in enumerate(zip(before_tuple, after_tuple)):
+            _compare(a, b, f"{path}[{i}]", direction, out)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else f"{path}[{json.dumps(name)}]"
+
+
+def _show_values(values: set[str]) -> str:
+    shown = ", ".join(sorted(values)[:8])
+    return shown + (", …" if len(values) > 8 else "")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value) if value is _ABSENT else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
