@@ -34,5 +34,10 @@ check: install
 catalog: install
 	$(BIN)/python -m openenvgen.corpus ../shared/corpus
 
+# Benchmarks P1..P5 (bench/run.py): writes bench/out/results.json and bench/out/results.md.
+# `make bench QUICK=1` is the short run (P4 at 16@4 only, P5 once each).
+bench: install
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py $(if $(QUICK),--quick)
+
 clean:
 	rm -rf $(VENV) build dist wordle-openenv .pytest_cache .hypothesis

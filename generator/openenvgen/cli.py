@@ -15,6 +15,13 @@ import click
 import typer
 from typer.core import TyperGroup
 
+# typer 0.29 raises its vendored click's exceptions (missing argument, bad value), which
+# are not `click.ClickException`s.
+try:
+    from typer._click.exceptions import ClickException as _TyperClickException
+except ImportError:  # older typer uses click itself
+    _TyperClickException = click.ClickException
+
 from openenvgen import __version__
 from openenvgen.errors import GenError, UsageError
 
@@ -59,49 +66,122 @@ def _root(
 def generate(
     name: Annotated[str, typer.Argument(help="Env short name: a catalog entry (see `list`), or any name with --base-url/--schema-file.")],
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="Read the schema from this live OpenEnv server.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
     schema_file: Annotated[Optional[Path], typer.Option("--schema-file", help="Read the schema from a saved /schema reply or capture.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Package directory (default: ./<package>).")] = None,
     env_id: Annotated[Optional[str], typer.Option("--env-id", help="OpenEnv env id the package launches (default: the catalog's, else openenv/<name>).")] = None,
     package: Annotated[Optional[str], typer.Option("--package", help="Distribution name (default: <name>-openenv).")] = None,
     app_path: Annotated[Optional[str], typer.Option("--app", help="ASGI app the UV provider serves, e.g. my_env.server.app:app.")] = None,
+    no_scaffold: Annotated[bool, typer.Option("--no-scaffold", help="Do not scaffold the user-owned files (CHANGELOG.md, tests/) of a new package.")] = False,
 ) -> None:
     """Generate a package from the catalog, a live server or a schema file."""
     from openenvgen.pipeline import generate_package
 
     written = generate_package(
-        name, base_url=base_url, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path
+        name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
+        scaffold=not no_scaffold,
     )
     typer.echo(f"wrote {written}")
 
 
 @app.command("list")
 def list_envs() -> None:
-    """Show the embedded catalog: name, env id, action kind, fields or tools."""
-    from rich.console import Console
-    from rich.table import Table
-
+    """Show the embedded catalog: name, env id, action kind (MCP or typed), fields or tools."""
     from openenvgen.pipeline import catalog_rows
 
-    table = Table("name", "env id", "action", "fields / tools", box=None, pad_edge=False)
-    for row in catalog_rows():
-        table.add_row(*row)
-    Console(width=160).print(table)
+    # Plain aligned columns: never wrapped or truncated, no trailing blanks, greppable.
+    rows = [("name", "env id", "action", "fields / tools"), *catalog_rows()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[3]]))
+
+
+_UPSTREAM_URL_HELP = "The env's live server, for one package; NAME=URL for each of several (NAME: env, package or directory name). Repeatable."
+_UPSTREAM_FILE_HELP = "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
 
 
 @app.command()
 def check(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Generated package directories (default: generated/*).")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Packages, or files/directories inside them (default: every package under .).")] = None,
+    upstream: Annotated[bool, typer.Option("--upstream", help="Also compare each package with its environment's live schema; exit 2 on drift.")] = False,
+    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help=_UPSTREAM_URL_HELP)] = None,
+    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", help=_UPSTREAM_FILE_HELP)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
 ) -> None:
-    """Re-render packages from their snapshots, in memory; exit 1 with diffs if any is stale."""
-    from openenvgen.pipeline import check_packages
+    """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
+    with diffs if a generated file is stale, missing, extra or edited by hand. With
+    --upstream, exit 2 if the environment's schema has drifted from the lock."""
+    from openenvgen.checking import check_packages, resolve_targets
 
-    stale = check_packages(paths or sorted(p for p in Path("generated").glob("*") if p.is_dir()))
-    raise typer.Exit(1 if stale else 0)
+    roots = resolve_targets(paths)
+    if not roots and not paths:
+        raise UsageError("no generated packages (directories with openenv-gen.lock) under the current directory")
+    upstreams = None
+    if upstream or base_url or schema_file:
+        from openenvgen.regen import upstream_sources
+
+        upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout)
+    stale = check_packages(roots, echo=typer.echo)
+    drift = False
+    if upstreams is not None:
+        from openenvgen.regen import check_upstream
+
+        drift = check_upstream(roots, upstreams, echo=typer.echo)
+    raise typer.Exit(2 if drift else 1 if stale else 0)
+
+
+@app.command()
+def regen(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Generated package directories.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every package under the current directory.")] = False,
+    from_upstream: Annotated[bool, typer.Option("--from-upstream", help="Take the schema from the environment (--base-url or --schema-file), not the snapshot.")] = False,
+    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help=_UPSTREAM_URL_HELP)] = None,
+    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", help=_UPSTREAM_FILE_HELP)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
+) -> None:
+    """Regenerate packages; bump each version by the impact of its model changes
+    (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept."""
+    from openenvgen.checking import find_packages, resolve_targets
+    from openenvgen.regen import regen_package, upstream_sources
+
+    if all_ == bool(paths):
+        raise UsageError("pass package paths or --all (not both)")
+    roots = find_packages(Path(".")) if all_ else resolve_targets(paths)
+    if not roots:
+        raise UsageError("no generated packages to regenerate")
+    upstreams = {}
+    if from_upstream or base_url or schema_file:
+        upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="regen --from-upstream", timeout=timeout)
+    for root in roots:
+        outcome = regen_package(root, upstreams.get(root))
+        typer.echo(outcome.summary())
+        for line in outcome.diff.lines():
+            typer.echo(f"  {line}")
+
+
+@app.command()
+def publish(
+    paths: Annotated[list[Path], typer.Argument(help="Generated package directories and/or runtime/.")],
+    repository_url: Annotated[Optional[str], typer.Option("--repository-url", help="Upload endpoint (default: $TWINE_REPOSITORY_URL, else PyPI).")] = None,
+    repository: Annotated[Optional[str], typer.Option("--repository", "-r", help="A ~/.pypirc section to upload to, with its credentials.")] = None,
+    index_url: Annotated[Optional[str], typer.Option("--index-url", help="Simple API listing what is already published (default: derived from the upload URL).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check, build and list; upload nothing.")] = False,
+    dist_dir: Annotated[Optional[Path], typer.Option("--dist-dir", help="Also keep the built sdists and wheels here.")] = None,
+    no_build_isolation: Annotated[bool, typer.Option("--no-build-isolation", help="Build with this environment's hatchling (offline).")] = False,
+) -> None:
+    """Check, build (sdist + wheel), `twine check` and upload packages; files already on the index are skipped."""
+    from openenvgen.publish import publish_packages
+
+    publish_packages(
+        paths, repository_url=repository_url, repository=repository, index_url=index_url,
+        dry_run=dry_run, dist_dir=dist_dir, build_isolation=not no_build_isolation, echo=typer.echo,
+    )
 
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click *returns* a typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
     except GenError as e:
         typer.echo(f"openenv-gen: error: {e}", err=True)
         sys.exit(e.exit_code)
@@ -110,9 +190,10 @@ def main() -> None:
     except click.exceptions.Abort:
         typer.echo("openenv-gen: aborted", err=True)
         sys.exit(130)
-    except click.ClickException as e:
+    except (click.ClickException, _TyperClickException) as e:
         typer.echo(f"openenv-gen: error: {e.format_message()}", err=True)
         sys.exit(UsageError.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

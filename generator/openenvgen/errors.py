@@ -36,3 +36,27 @@ class OutputError(GenError):
     """The output location cannot be written without losing something."""
 
     exit_code = 73  # EX_CANTCREAT
+
+
+class StaleError(GenError):
+    """`publish` refused a generated package that differs from a fresh render (as `check` does)."""
+
+    exit_code = 1  # the same code `check` exits with for a stale package
+
+
+class BuildError(GenError):
+    """`publish`: a package does not build, or its distributions fail `twine check`."""
+
+    exit_code = 65  # EX_DATAERR
+
+
+class PublishError(GenError):
+    """`publish`: the index is unreachable or rejected an upload, or build/twine is missing."""
+
+    exit_code = 69  # EX_UNAVAILABLE
+
+
+class CredentialsError(PublishError):
+    """`publish`: no credentials for the index, or the index refused them."""
+
+    exit_code = 77  # EX_NOPERM

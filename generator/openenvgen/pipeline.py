@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from openenvgen import catalog, sources
+from openenvgen.checking import Difference, check_packages, diff_package  # noqa: F401 (re-exported: `check`)
 from openenvgen.errors import UsageError
-from openenvgen.render import LOCK_FILE, render_package, spec_from_snapshot
+from openenvgen.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
 
 RESERVED_NAMES = frozenset({"generate", "check", "list", "regen", "publish"})
@@ -19,6 +17,7 @@ def resolve_spec(
     name: str,
     *,
     base_url: str | None = None,
+    timeout: float = sources.TIMEOUT_S,
     schema_file: Path | None = None,
     env_id: str | None = None,
     package: str | None = None,
@@ -30,7 +29,7 @@ def resolve_spec(
         raise UsageError("pass --base-url or --schema-file, not both")
     entry = catalog.entries().get(name)
     if base_url:
-        capture = sources.from_server(base_url)
+        capture = sources.from_server(base_url, timeout=timeout)
     elif schema_file:
         capture = sources.from_schema_file(schema_file)
     elif entry is not None:
@@ -50,79 +49,71 @@ def resolve_spec(
     )
 
 
-def generate_package(name: str, *, out: Path | None = None, **source: object) -> Path:
+def generate_package(name: str, *, out: Path | None = None, scaffold: bool = True, **source: object) -> Path:
     from openenvgen.writer import write_tree
 
     spec = resolve_spec(name, **source)  # type: ignore[arg-type]
     target = out or Path(spec.package)
-    write_tree(render_package(spec), target)
+    hook = None
+    if (target / LOCK_FILE).is_file():
+        # Regenerating in place never moves the version backwards (`regen` bumps it).
+        from openenvgen.checking import SnapshotError, load_spec
+
+        try:
+            spec = spec.model_copy(update={"package_version": load_spec(target).package_version})
+        except (SnapshotError, UsageError):
+            pass
+    elif scaffold:
+        # A new package: its user-owned files (CHANGELOG.md, tests/) are scaffolded once.
+        from openenvgen.regen import scaffold as scaffold_hook
+
+        hook = scaffold_hook(spec)
+    write_tree(render_package(spec), target, scaffold=hook)
     return target
 
 
 def catalog_rows() -> list[tuple[str, str, str, str]]:
+    """(name, env id, "MCP" or "typed", the action's fields or the tools) per catalog env.
+
+    Fields read `name: type` (`name?: type` when optional; the base `metadata` field is
+    left out); tools read `tool(arg, arg?)`.
+    """
     rows = []
     for entry in catalog.entries().values():
         spec = build_spec(entry.capture(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
         if spec.is_mcp:
-            kind, detail = "MCP tools", ", ".join(t.name for t in spec.tools or ())
+            kind = "MCP"
+            detail = ", ".join(f"{t.name}({_fields(t.input_schema, typed=False)})" for t in spec.tools or ())
         else:
-            props = spec.action_schema.get("properties", {})
-            required = set(spec.action_schema.get("required", []))
-            kind = "typed"
-            detail = ", ".join(f"{p}{'' if p in required else '?'}" for p in props if p != "metadata")
+            kind, detail = "typed", _fields(spec.action_schema, typed=True)
         rows.append((entry.name, entry.env_id, kind, detail))
     return rows
 
 
-@dataclass(frozen=True)
-class Difference:
-    path: str
-    kind: str  # stale | missing | extra
-    diff: str
-
-
-def diff_package(root: Path) -> list[Difference]:
-    """Compare a package on disk with a fresh render from its own snapshot."""
-    snapshots = sorted(root.glob("*/snapshot.json"))
-    if not snapshots:
-        raise UsageError(f"{root}: no */snapshot.json; is this a generated package?")
-    spec = spec_from_snapshot(snapshots[0].read_text("utf-8"))
-    expected = render_package(spec)
-    found = {}
-    for path in root.rglob("*"):
-        rel = path.relative_to(root).as_posix()
-        if path.is_file() and "__pycache__" not in rel:
-            found[rel] = path
-    out: list[Difference] = []
-    for rel, text in expected.items():
-        if rel not in found:
-            out.append(Difference(rel, "missing", ""))
+def _fields(schema: dict, *, typed: bool) -> str:
+    required = set(schema.get("required") or [])
+    parts = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if name == "metadata" and typed:
             continue
-        actual = found[rel].read_text("utf-8", errors="replace")
-        if actual != text:
-            diff = "".join(
-                difflib.unified_diff(
-                    actual.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
-                )
-            )
-            out.append(Difference(rel, "stale", diff))
-    locked = set(expected) - {LOCK_FILE}
-    for rel in sorted(set(found) - set(expected)):
-        # Files the lock does not list are user-owned unless they sit where generated ones do.
-        if rel.startswith(f"{spec.module}/") and rel.endswith(".py") and rel not in locked:
-            out.append(Difference(rel, "extra", ""))
-    return out
+        label = name if name in required else f"{name}?"
+        parts.append(f"{label}: {_type_name(prop)}" if typed else label)
+    return ", ".join(parts)
 
 
-def check_packages(paths: list[Path]) -> bool:
-    stale = False
-    for root in paths:
-        differences = diff_package(root)
-        for d in differences:
-            stale = True
-            print(f"{root}: {d.kind}: {d.path}", file=sys.stderr)
-            if d.diff:
-                sys.stderr.write(d.diff)
-        if not differences:
-            print(f"{root}: up to date")
-    return stale
+def _type_name(prop: object) -> str:
+    if not isinstance(prop, dict):
+        return "any"
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return kind
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list):
+            return "|".join(_type_name(p) for p in prop[key])
+    if isinstance(prop.get("$ref"), str):
+        return prop["$ref"].rsplit("/", 1)[-1]
+    if "const" in prop or "enum" in prop:
+        return "enum"
+    return "any"
