@@ -140,3 +140,12 @@ def test_mcp_tools_are_typed_shown_and_their_errors_returned(mcp_pkg: str, mcp_s
     assert "arguments for 'add'" in texts[2] and "a:" in texts[2]
     assert "Observation:" in texts[3] and "error" in texts[3].split("Tools:")[0]
     assert episode.traces[0].metrics["env_steps"] == 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['["http://127.0.0.1:8001", "http://127.0.0.1:8002/"]', "http://127.0.0.1:8001, http://127.0.0.1:8002"],
+)
+def test_a_fleet_can_be_given_as_one_command_line_string(wordle_pkg: str, value: str) -> None:
+    env = load_env(wordle_pkg, {"base_url": value})
+    assert env.taskset.config.base_urls == ["http://127.0.0.1:8001", "http://127.0.0.1:8002"]

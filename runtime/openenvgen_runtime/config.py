@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Self
 
 import verifiers.v1 as vf
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
 
@@ -29,6 +30,18 @@ class AdapterConfig(vf.TasksetConfig):
     """Consecutive invalid replies sent back to the model before the episode stops."""
     startup_timeout: float = Field(120.0, gt=0)
     """Seconds a launched server may take to answer /health."""
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _url_list(cls, value: Any) -> Any:
+        # From the command line a fleet arrives as one string: a JSON list or comma-separated.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            if "," in text:
+                return [part.strip() for part in text.split(",") if part.strip()]
+        return value
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -114,6 +115,8 @@ def startup_timeout(provider_kwargs: dict[str, Any], default: float) -> float:
 def start(env_id: str, provider_kwargs: dict[str, Any], *, use_docker: bool, timeout: float) -> tuple[Any, str]:
     """Start one server; returns (provider, base_url). Does not wait for readiness."""
     kwargs = {k: v for k, v in provider_kwargs.items() if k not in TIMEOUT_OPTIONS}
+    if isinstance(kwargs.get("env_vars"), str):  # from the command line: a JSON object
+        kwargs["env_vars"] = json.loads(kwargs["env_vars"])
     if use_docker:
         require_docker()
         unknown = set(kwargs) - set(DOCKER_OPTIONS)
