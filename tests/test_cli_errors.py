@@ -121,3 +121,13 @@ def test_reserved_package_names(tmp_path: Path) -> None:
     _one_line_error(result, 64, "reserved")
     result = gen("wordle", "--package", "textarena", "--out", str(tmp_path / "o"))
     _one_line_error(result, 64, "reserved")
+
+
+def test_package_directory_gets_the_usual_mode(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    umask = os.umask(0)
+    os.umask(umask)
+    assert gen("wordle", "--out", str(tmp_path / "p")).returncode == 0
+    assert stat.S_IMODE((tmp_path / "p").stat().st_mode) == 0o777 & ~umask

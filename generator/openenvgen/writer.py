@@ -87,6 +87,10 @@ def write_tree(
         files = _merge_marked(out, files)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    # mkdtemp makes 0700; the package directory should get the usual umask-based mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)
     try:
         for rel, text in files.items():
             target = staging / rel
