@@ -125,3 +125,19 @@ def test_mcp_live_server_gets_typed_tool_models(mcp_server: str, tmp_path: Path)
     assert "IS_MCP = True" in taskset
     for tool in ("echo_message", "add", "fail"):
         assert f"'{tool}': " in taskset
+
+
+def test_models_cache_is_content_addressed_and_safe(tmp_path: Path) -> None:
+    """The second generation of the same schema reuses the cached models module; a damaged
+    entry is regenerated; output is identical either way, and the cache can be switched off."""
+    cache = tmp_path / "cache"
+    env = {"OPENENV_GEN_CACHE": str(cache)}
+    assert gen("wordle", "--out", str(tmp_path / "a"), "--no-scaffold", env=env).returncode == 0
+    (entry,) = cache.glob("*.py")
+    assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
+    entry.write_text("import os  # not ours\n")
+    assert gen("wordle", "--out", str(tmp_path / "b"), "--no-scaffold", env=env).returncode == 0
+    assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
+    result = gen("wordle", "--out", str(tmp_path / "c"), "--no-scaffold", env={"OPENENV_GEN_CACHE": "off", "HOME": str(tmp_path / "h")})
+    assert result.returncode == 0 and not (tmp_path / "h").exists()
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b") == _tree(tmp_path / "c")
