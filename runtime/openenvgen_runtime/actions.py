@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ class InvalidAction(ValueError):
     """The reply is not a valid action; the message is written for the model."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class ActionSpace:
     """What a reply is validated against: a typed action, or MCP tools with typed arguments."""
 
@@ -28,6 +29,11 @@ class ActionSpace:
     @property
     def is_mcp(self) -> bool:
         return self.tool_arguments is not None
+
+    @functools.cached_property
+    def prompt_schema_json(self) -> str:
+        """`prompt_schema()` as sent each turn; the same every step, so built once."""
+        return json.dumps(self.prompt_schema(), ensure_ascii=False)
 
     def prompt_schema(self) -> Any:
         """What the model is shown: the action schema without the base `metadata` field,
@@ -86,9 +92,13 @@ class ActionSpace:
 
 def _decode(reply: str) -> Any:
     text = reply.strip()
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    if "```" in text:
+        fenced = _FENCE.search(text)
+        if fenced:
+            text = fenced.group(1).strip()
+    # Only JSON-looking text is worth a parse attempt (a failed json.loads is the costly case).
+    if not text or text[0] not in '{["-0123456789tfn':
+        return text
     try:
         return json.loads(text)
     except ValueError:

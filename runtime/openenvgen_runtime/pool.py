@@ -38,6 +38,8 @@ class Server:
     """Most concurrent sessions; None until the server refuses one."""
     schema: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
+    action_space: Any = None
+    """The taskset's ActionSpace for this server's schema, built on first use."""
 
     @property
     def has_room(self) -> bool:

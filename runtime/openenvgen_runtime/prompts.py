@@ -40,7 +40,7 @@ def turn(observation: dict[str, Any], space: ActionSpace, reward: float | None =
     if reward is not None:
         parts.append(f"Reward for your last action: {reward:g}")
     label = "Tools" if space.is_mcp else "Action schema"
-    parts.append(f"{label}:\n{json.dumps(space.prompt_schema(), ensure_ascii=False)}")
+    parts.append(f"{label}:\n{space.prompt_schema_json}")
     return "\n\n".join(parts)
 
 

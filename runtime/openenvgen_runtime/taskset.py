@@ -40,7 +40,14 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     """The schema snapshot the package was generated from."""
 
     def action_space(self, server: Server) -> ActionSpace:
-        """Validation uses the generated models; the model is shown the live schema."""
+        """Validation uses the generated models; the model is shown the live schema. One
+        per server, so what is sent every turn is built once."""
+        space = server.action_space
+        if space is None:
+            space = server.action_space = self._make_action_space(server)
+        return space
+
+    def _make_action_space(self, server: Server) -> ActionSpace:
         if self.IS_MCP:
             return ActionSpace(
                 action_model=self.ACTION_MODEL,
