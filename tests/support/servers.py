@@ -244,7 +244,7 @@ def serve_app_subprocess(
     factory: bool = False,
     host: str = HOST,
     ready_path: str = "/",
-    startup_timeout: float = 30.0,
+    startup_timeout: float = 120.0,  # openenv imports gradio: slow on a loaded 2-core machine
     extra_args: Sequence[str] = (),
     python: str | None = None,
     port_attempts: int = 3,
