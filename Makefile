@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # The main job on the embedded default: generate the Wordle package into ./wordle-openenv.
 demo: $(BIN)/python
-	$(BIN)/pip install -q .
+	$(BIN)/pip install -q -c constraints.txt .
 	$(BIN)/openenv-gen wordle
 
 # Generator + runtime + every checked-in generated package, editable, with test extras.
