@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+
+if TYPE_CHECKING:  # imported where used: generating from the catalog needs no HTTP client
+    import httpx
 
 from openenvgen.errors import SchemaError, SourceError, UsageError
 from openenvgen.spec import Capture, is_mcp_action
@@ -33,6 +35,8 @@ def strict_json(text: str | bytes) -> Any:
 
 
 def _get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any:
+    import httpx
+
     timeout = client.timeout.read
     try:
         with client.stream(method, url, **kwargs) as response:
@@ -71,6 +75,8 @@ def from_server(base_url: str, timeout: float = TIMEOUT_S) -> Capture:
     base_url = base_url.rstrip("/")
     if not base_url.startswith(("http://", "https://")):
         raise UsageError(f"--base-url {base_url!r} must start with http:// or https://")
+    import httpx
+
     with httpx.Client(timeout=timeout, follow_redirects=False) as client:
         health = _get_json(client, "GET", f"{base_url}/health")
         if not isinstance(health, dict) or "status" not in health:

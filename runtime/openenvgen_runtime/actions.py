@@ -31,6 +31,17 @@ class ActionSpace:
         return self.tool_arguments is not None
 
     @functools.cached_property
+    def _raw_string_field(self) -> str | None:
+        """The one required field, when it is a string (then a bare reply is its value)."""
+        if self.is_mcp:
+            return None
+        required = self.action_schema.get("required") or []
+        props = self.action_schema.get("properties") or {}
+        if len(required) == 1 and (props.get(required[0]) or {}).get("type") == "string":
+            return required[0]
+        return None
+
+    @functools.cached_property
     def prompt_schema_json(self) -> str:
         """`prompt_schema()` as sent each turn; the same every step, so built once."""
         return json.dumps(self.prompt_schema(), ensure_ascii=False)
@@ -49,7 +60,13 @@ class ActionSpace:
 
     def parse(self, reply: str) -> dict[str, Any]:
         """The action to send: validated by the typed model, dumped as the server expects."""
-        value = _decode(reply)
+        if self._raw_string_field is not None:
+            text = _unfence(reply.strip())
+            # One required string field (Wordle's message): only an object or a JSON string
+            # is worth parsing; anything else is the field's value as it stands.
+            value: Any = _decode(reply) if text[:1] in ("{", '"') else {self._raw_string_field: text}
+        else:
+            value = _decode(reply)
         if self.is_mcp:
             return self._tool_call(value)
         if not isinstance(value, dict):
@@ -90,12 +107,16 @@ class ActionSpace:
         return {"type": "call_tool", "tool_name": name, "arguments": args}
 
 
-def _decode(reply: str) -> Any:
-    text = reply.strip()
+def _unfence(text: str) -> str:
     if "```" in text:
         fenced = _FENCE.search(text)
         if fenced:
-            text = fenced.group(1).strip()
+            return fenced.group(1).strip()
+    return text
+
+
+def _decode(reply: str) -> Any:
+    text = _unfence(reply.strip())
     # Only JSON-looking text is worth a parse attempt (a failed json.loads is the costly case).
     if not text or text[0] not in '{["-0123456789tfn':
         return text
