@@ -1,0 +1,165 @@
+"""P1: whole-process `openenv-gen wordle --out DIR` wall time (embedded snapshot, offline).
+
+Side by side in one run, interleaved round-robin so machine noise hits all of them alike:
+the interpreter's floor (`python -c pass`), the CLI's floor (`openenv-gen --version`), the
+generation into a new DIR with openenv-gen's model cache warm (the headline) and with it
+disabled (a first run, or CI without a cache), regeneration into an existing package, and
+what the generation path must never pay: importing verifiers (V1) and OpenEnv's client.
+Then `-X importtime` runs (import time grouped by top-level package, and a check that
+neither verifiers nor openenv is imported) and cProfile runs (where the time goes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from common import OPENENV_GEN, bench_env, log, median, run_timed
+
+TARGET_S = 0.5
+GEN = "openenv-gen wordle --out DIR"
+GEN_COLD = "openenv-gen wordle --out DIR (no model cache)"
+GEN_AGAIN = "openenv-gen wordle --out DIR (DIR already generated)"
+
+_PROFILE = r"""
+import cProfile, io, json, pstats, sys
+from openenvgen.cli import main
+sys.argv = ["openenv-gen", *sys.argv[1:]]
+prof = cProfile.Profile()
+prof.enable()
+try:
+    main()
+except SystemExit:
+    pass
+prof.disable()
+stats = pstats.Stats(prof)
+wanted = {
+    "generate_models": ("codegen.py", "generate_models"),
+    "render_package": ("render.py", "render_package"),
+    "write_tree": ("writer.py", "write_tree"),
+    "resolve_spec": ("pipeline.py", "resolve_spec"),
+    "dmcg_generate": ("datamodel_code_generator/__init__.py", "generate"),
+    "copier_scaffold": ("regen.py", "_run_copier"),
+    "cli_parse_args": ("openenvgen/cli.py", "parse_args"),
+    "diff_package": ("pipeline.py", "diff_package"),
+}
+out = {"total": max(v[3] for v in stats.stats.values())}
+for key, (file_suffix, func) in wanted.items():
+    for (path, _line, name), (_cc, ncalls, _tt, ct, _callers) in stats.stats.items():
+        if name == func and path.replace("\\", "/").endswith(file_suffix):
+            out[key] = {"cumulative_s": round(ct, 4), "calls": ncalls}
+print(json.dumps(out), file=sys.stderr)
+"""
+
+
+def importtime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`python -X importtime`: total, self time grouped by top-level package, forbidden imports."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import sys; from openenvgen.cli import main; sys.argv=['openenv-gen', *sys.argv[1:]]; main()", *args],
+        cwd=cwd, env={**bench_env(), **(extra_env or {})}, capture_output=True, text=True, timeout=120,
+    )
+    by_package: dict[str, int] = defaultdict(int)
+    modules: list[str] = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        # "import time:  self [us] | cumulative | <indent>module"
+        self_us, _cumulative, name = line[len("import time:") :].split("|", 2)
+        module = name.strip()
+        modules.append(module)
+        by_package[module.split(".")[0]] += int(self_us)
+    total_us = sum(by_package.values())
+    forbidden = sorted(m for m in modules if m in ("verifiers", "openenv") or m.startswith(("verifiers.", "openenv.")))
+    top = sorted(by_package.items(), key=lambda kv: -kv[1])[:12]
+    return {
+        "returncode": proc.returncode,
+        "modules_imported": len(modules),
+        "import_total_ms": round(total_us / 1000, 1),
+        "import_ms_by_package": {k: round(v / 1000, 1) for k, v in top},
+        "imports_verifiers_or_openenv": forbidden[:10],
+    }
+
+
+def profile(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    env = {**bench_env(), **(extra_env or {})}
+    proc = subprocess.run([sys.executable, "-c", _PROFILE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    for line in reversed(proc.stderr.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return {"error": proc.stderr[-2000:]}
+
+
+def run(quick: bool, workdir: Path) -> dict[str, Any]:
+    reps = 5 if quick else 9
+    work = Path(tempfile.mkdtemp(prefix="p1-", dir=workdir))
+    # openenv-gen caches generated model modules by content (OPENENV_GEN_CACHE). A private
+    # cache, warmed by the uncounted first round, makes "warm" independent of ~/.cache;
+    # "cold" disables it: a first run, or CI without a cache.
+    warm = {"OPENENV_GEN_CACHE": str(work / "models-cache")}
+    cold = {"OPENENV_GEN_CACHE": "0"}
+    fresh = lambda rep, tag: [OPENENV_GEN, "wordle", "--out", str(work / f"wordle-{tag}-{rep}")]  # noqa: E731
+    commands: dict[str, tuple[Any, dict[str, str]]] = {
+        "python -c pass": (lambda rep: [sys.executable, "-c", "pass"], {}),
+        "openenv-gen --version": (lambda rep: [OPENENV_GEN, "--version"], {}),
+        GEN: (lambda rep: fresh(rep, "warm"), warm),
+        GEN_COLD: (lambda rep: fresh(rep, "cold"), cold),
+        GEN_AGAIN: (lambda rep: [OPENENV_GEN, "wordle", "--out", str(work / "wordle-again")], warm),
+        "python -c 'import verifiers.v1'": (lambda rep: [sys.executable, "-c", "import verifiers.v1"], {}),
+        "python -c 'from openenv import GenericEnvClient'": (lambda rep: [sys.executable, "-c", "from openenv import GenericEnvClient"], {}),
+    }
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    failures: list[str] = []
+    # One warm-up round (page cache, .pyc, the model cache), not counted; then round-robin.
+    for rep in range(reps + 1):
+        for label, (argv, extra_env) in commands.items():
+            result = run_timed(argv(rep), cwd=work, env={**bench_env(), **extra_env})
+            if result.returncode != 0:
+                failures.append(f"{label}: rc={result.returncode}: {result.stderr.strip()[-300:]}")
+            if rep:
+                times[label].append(result.seconds)
+    medians = {k: round(median(v), 3) for k, v in times.items()}
+    gen, gen_cold = medians[GEN], medians[GEN_COLD]
+    log(f"P1 generate median {gen:.3f}s warm cache, {gen_cold:.3f}s cold, over {reps} (target {TARGET_S}s)")
+    imports = importtime(["wordle", "--out", str(work / "wordle-importtime")], work, warm)
+    imports_cold = importtime(["wordle", "--out", str(work / "wordle-importtime-cold")], work, cold)
+    imports_again = importtime(["wordle", "--out", str(work / "wordle-again")], work, warm)
+    prof = profile(["wordle", "--out", str(work / "wordle-profile")], work, warm)
+    prof_cold = profile(["wordle", "--out", str(work / "wordle-profile-cold")], work, cold)
+    return {
+        "id": "P1",
+        "title": "`openenv-gen wordle --out DIR`, whole process",
+        "target": f"≤ {TARGET_S} s",
+        "measured": f"{gen:.3f} s median of {reps} (model cache warm); {gen_cold:.3f} s with no cache (first run, bare CI)",
+        "ratio": round(gen / TARGET_S, 2),
+        "ratio_label": "median / target",
+        "meets_target": gen <= TARGET_S and not failures,
+        "meets_target_cold": gen_cold <= TARGET_S,
+        "details": {
+            "repetitions": reps,
+            "median_s": medians,
+            "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+            "generation_vs_python_floor": round(gen / medians["python -c pass"], 1),
+            "ratio_cold": round(gen_cold / TARGET_S, 2),
+            "verifiers_import_vs_generation": round(medians["python -c 'import verifiers.v1'"] / gen, 1),
+            "openenv_client_import_vs_generation": round(medians["python -c 'from openenv import GenericEnvClient'"] / gen, 1),
+            "importtime": imports,
+            "importtime_cold": imports_cold,
+            "importtime_regenerate_in_place": imports_again,
+            "cprofile": prof,
+            "cprofile_cold": prof_cold,
+            "failures": failures,
+        },
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    ns = parser.parse_args()
+    print(json.dumps(run(ns.quick, Path(tempfile.mkdtemp(prefix="bench-"))), indent=2))

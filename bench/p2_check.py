@@ -1,0 +1,130 @@
+"""P2: `openenv-gen check` over 10 packages in one process.
+
+The packages: every generated package in `generated/` plus packages generated for this
+run (into a temp dir, from schemas captured off the fixture envs and saved as files,
+`--schema-file`) until there are 10. Side by side: `check` of one package, so the
+per-package cost (the slope) and the fixed cost (imports) can be told apart, and the
+10-package check with openenv-gen's model cache disabled. Then `-X importtime` and
+cProfile runs of the 10-package check, warm and cold.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from common import OPENENV_GEN, ROOT, bench_env, log, median, run_timed
+from p1_generate import importtime, profile
+
+TARGET_S = 1.0
+PACKAGES = 10
+
+
+def capture_fixture_schemas(out: Path) -> list[tuple[str, Path]]:
+    """Schema files (`{"schema", "metadata", "tools"}` captures) of the three fixture envs,
+    read from their real servers on loopback."""
+    import httpx
+
+    from tests.support.fixture_envs import make_grid_app, make_mcp_app, make_wordle_app
+    from tests.support.servers import serve_app
+
+    files = []
+    for name, factory in (("fixture_wordle", make_wordle_app), ("fixture_grid", make_grid_app), ("fixture_mcp", make_mcp_app)):
+        with serve_app(factory(), ready_path="/health") as url:
+            schema = httpx.get(f"{url}/schema", timeout=10).json()
+            capture: dict[str, Any] = {
+                "schema": {"action": schema["action"], "observation": schema["observation"]},
+                "metadata": httpx.get(f"{url}/metadata", timeout=10).json(),
+            }
+            if name == "fixture_mcp":
+                reply = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}, timeout=10)
+                capture["tools"] = reply.json()["result"]["tools"]
+        path = out / f"{name}.json"
+        path.write_text(json.dumps(capture, indent=1))
+        files.append((name, path))
+    return files
+
+
+def run(quick: bool, workdir: Path) -> dict[str, Any]:
+    reps = 5 if quick else 9
+    work = Path(tempfile.mkdtemp(prefix="p2-", dir=workdir))
+    checked_in = sorted(p for p in (ROOT / "generated").iterdir() if p.is_dir() and any(p.glob("*/snapshot.json")))
+    extra: list[Path] = []
+    for name, schema_file in capture_fixture_schemas(work):
+        if len(checked_in) + len(extra) >= PACKAGES:
+            break
+        out = work / f"{name.replace('_', '-')}-openenv"
+        gen = run_timed([OPENENV_GEN, name, "--schema-file", str(schema_file), "--out", str(out)], cwd=work)
+        if gen.returncode != 0:
+            raise RuntimeError(f"openenv-gen {name} --schema-file failed: {gen.stderr.strip()}")
+        extra.append(out)
+    packages = [*checked_in, *extra]
+    one = [checked_in[0]]
+    # A private model cache, warmed by the uncounted first round (see P1); cold = disabled.
+    warm = {"OPENENV_GEN_CACHE": str(work / "models-cache")}
+    cold = {"OPENENV_GEN_CACHE": "0"}
+    ten_label = f"check ({len(packages)} packages)"
+    cold_label = f"check ({len(packages)} packages, no model cache)"
+    commands = {
+        ten_label: ([OPENENV_GEN, "check", *map(str, packages)], warm),
+        cold_label: ([OPENENV_GEN, "check", *map(str, packages)], cold),
+        "check (1 package)": ([OPENENV_GEN, "check", *map(str, one)], warm),
+        "openenv-gen --version": ([OPENENV_GEN, "--version"], {}),
+    }
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    rcs: dict[str, set[int]] = {k: set() for k in commands}
+    stale_lines: list[str] = []
+    for rep in range(reps + 1):
+        for label, (cmd, extra_env) in commands.items():
+            result = run_timed(cmd, cwd=ROOT, env={**bench_env(), **extra_env})
+            rcs[label].add(result.returncode)
+            if result.returncode != 0 and rep == 0:
+                stale_lines += [line for line in result.stderr.splitlines() if line.startswith(("generated/", "/")) or "error" in line][:20]
+            if rep:
+                times[label].append(result.seconds)
+    medians = {k: round(median(v), 3) for k, v in times.items()}
+    ten, ten_cold = medians[ten_label], medians[cold_label]
+    per_package = (ten - medians["check (1 package)"]) / max(1, len(packages) - 1)
+    log(f"P2 check x{len(packages)} median {ten:.3f}s warm, {ten_cold:.3f}s cold (target {TARGET_S}s)")
+    args = ["check", *map(str, packages)]
+    imports = importtime(args, ROOT, warm)
+    imports_cold = importtime(args, ROOT, cold)
+    prof = profile(args, ROOT, warm)
+    prof_cold = profile(args, ROOT, cold)
+    return {
+        "id": "P2",
+        "title": f"`openenv-gen check` over {len(packages)} packages, one process",
+        "target": f"≤ {TARGET_S} s",
+        "measured": f"{ten:.3f} s median of {reps} (model cache warm); {ten_cold:.3f} s with no cache",
+        "ratio": round(ten / TARGET_S, 2),
+        "ratio_label": "median / target",
+        "meets_target": ten <= TARGET_S and rcs[ten_label] <= {0, 1},
+        "meets_target_cold": ten_cold <= TARGET_S,
+        "details": {
+            "repetitions": reps,
+            "packages": [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name + " (temp, --schema-file)" for p in packages],
+            "median_s": medians,
+            "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
+            "per_package_s": round(per_package, 3),
+            "fixed_s": round(medians["check (1 package)"] - per_package, 3),
+            "exit_codes": {k: sorted(v) for k, v in rcs.items()},
+            "not_up_to_date": stale_lines,
+            "importtime": imports,
+            "importtime_cold": imports_cold,
+            "cprofile": prof,
+            "cprofile_cold": prof_cold,
+        },
+    }
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    ns = parser.parse_args()
+    print(json.dumps(run(ns.quick, Path(tempfile.mkdtemp(prefix="bench-"))), indent=2))
