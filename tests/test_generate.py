@@ -12,7 +12,8 @@ import pytest
 
 from openenvgen import catalog
 from openenvgen.corpus import snapshot_text
-from openenvgen.pipeline import diff_package, resolve_spec
+from openenvgen.checking import diff_package
+from openenvgen.pipeline import resolve_spec
 from openenvgen.render import LOCK_FILE, render_package, sha256_text
 from tests.conftest import CORPUS, ROOT
 

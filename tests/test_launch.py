@@ -5,7 +5,6 @@ and no server process left behind on any path (process counts before and after).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from openenvgen_runtime.launch import LaunchError
-from tests.support.adapters import generate_from_server, load_env, model_context, outcome, run_all
+from tests.support.adapters import generate_from_server, load_env, outcome, run_all
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
 
@@ -66,8 +65,6 @@ def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     provider, url = launch.start("test/guess-env", {"project_path": str(PROJECT), "app": APP}, use_docker=False, timeout=240)
     try:
-        import httpx
-
         assert wait_for(lambda: _healthy(url), timeout=240), launch.log_tail(provider)
         return generate_from_server("guess", url, tmp_path_factory.mktemp("pkgs"))
     finally:

@@ -76,7 +76,6 @@ def _generated_model(spec, tmp_path_factory) -> type[BaseModel]:
 
 
 def _corpus_spec(env_dir: str):
-    capture = sources.from_schema_file  # noqa: F841 - the corpus is read as the catalog reads it
     from openenvgen.corpus import capture_from_corpus
 
     return build_spec(

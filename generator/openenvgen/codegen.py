@@ -188,8 +188,6 @@ def _generate(root: dict[str, Any], action_class: str, tool_classes: dict[str, s
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             source = generate(json.dumps(root, sort_keys=False), config=config)
-    except SchemaError:
-        raise
     except Exception as e:  # datamodel-code-generator raises many types on bad schemas
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot generate models from the action schema: {first}") from None

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from openenvgen import catalog, sources
-from openenvgen.checking import Difference, check_packages, diff_package  # noqa: F401 (re-exported: `check`)
 from openenvgen.errors import UsageError
 from openenvgen.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec

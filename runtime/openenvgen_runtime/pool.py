@@ -67,7 +67,6 @@ class ServerPool:
         self._changed = asyncio.Condition()
         self._launching = 0
         self._closed = False
-        self._rr = 0
 
     @property
     def can_launch(self) -> bool:
@@ -138,9 +137,7 @@ class ServerPool:
                     raise LaunchError("server pool is closed")
                 candidates = [s for s in self.servers if s.has_room]
                 if candidates:
-                    # Least loaded first, round-robin among equals.
-                    self._rr += 1
-                    server = min(candidates, key=lambda s: (s.active, (id(s) + self._rr) % 7))
+                    server = min(candidates, key=lambda s: s.active)  # least loaded first
                     server.active += 1
                     return server
                 if self.can_launch:
