@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from openenvgen.codegen import combined_schema
 from openenvgen.render import render_package
-from openenvgen.schemas import equivalent
+from openenvgen_schemas.normalise import equivalent
 from openenvgen.errors import SchemaError
 from openenvgen.spec import Capture, build_spec
 from tests.test_cli_errors import _one_line_error

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from openenvgen.modeldiff import Change, ModelDiff, bump, diff_schemas, diff_specs
+from openenvgen_schemas.modeldiff import Change, ModelDiff, bump, diff_schemas, diff_specs, documented_args, tool_summary
 from openenvgen.spec import EnvDefaults, EnvMetadata, EnvSpec, ToolSpec
 
 
@@ -27,7 +27,8 @@ OPT_S = {"anyOf": [S, {"type": "null"}], "default": None}
 INPUT_CASES = [
     ("identical", obj(("a",), a=S), obj(("a",), a=S), []),
     ("title only (normalised away)", obj(a={**S, "title": "A"}), obj(a={**S, "title": "Alpha"}), []),
-    ("description only", obj(a={**S, "description": "x"}), obj(a={**S, "description": "y"}), [("patch", "action.a", "description changed")]),
+    ("description only", obj(a={**S, "description": "x"}), obj(a={**S, "description": "y"}), [("patch", "action.a", 'description changed: "x" → "y"')]),
+    ("description re-wrapped (whitespace only)", obj(a={**S, "description": "one two\n  three"}), obj(a={**S, "description": "one  two three"}), []),
     ("top-level description", {**obj(a=S), "description": "x"}, {**obj(a=S), "description": "y"}, [("patch", "action", "description changed")]),
     ("examples only", obj(a={**S, "examples": ["a"]}), obj(a={**S, "examples": ["b"]}), [("patch", "action.a", "examples changed")]),
     ("default changed", obj(a={**S, "default": "x"}), obj(a={**S, "default": "y"}), [("patch", "action.a", 'default changed: "x" → "y"')]),
@@ -49,10 +50,10 @@ INPUT_CASES = [
     ("type widened: integer -> number", obj(a=I), obj(a=N), [("minor", "action.a", "type widened: integer → number")]),
     ("retyped: string -> integer", obj(a=S), obj(a=I), [("major", "action.a", "retyped: string → integer")]),
     ("type list narrowed", obj(a={"type": ["string", "integer"]}), obj(a=S), [("major", "action.a", "type narrowed: integer | string → string")]),
-    ("enum value removed", obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), [("major", "action.a", 'allowed values removed: "y"')]),
-    ("enum value added", obj(a={**S, "enum": ["x"]}), obj(a={**S, "enum": ["x", "y"]}), [("minor", "action.a", 'allowed values added: "y"')]),
+    ("enum value removed", obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), [("major", "action.a", 'allowed values removed: "y" ("x", "y" → "x")')]),
+    ("enum value added", obj(a={**S, "enum": ["x"]}), obj(a={**S, "enum": ["x", "y"]}), [("minor", "action.a", 'allowed values added: "y" ("x" → "x", "y")')]),
     ("enum introduced", obj(a=S), obj(a={**S, "enum": ["x"]}), [("major", "action.a", "allowed values restricted")]),
-    ("enum dropped", obj(a={**S, "enum": ["x"]}), obj(a=S), [("minor", "action.a", "no longer restricted")]),
+    ("enum dropped", obj(a={**S, "enum": ["x"]}), obj(a=S), [("minor", "action.a", 'no longer restricted (were "x")')]),
     ("const changed", obj(a={"const": "x"}), obj(a={"const": "y"}), [("major", "action.a", 'removed: "x"'), ("minor", "action.a", 'added: "y"')]),
     ("minLength raised", obj(a={**S, "minLength": 1}), obj(a={**S, "minLength": 3}), [("major", "action.a", "constraint narrowed: minLength 1 → 3")]),
     ("minLength lowered", obj(a={**S, "minLength": 3}), obj(a={**S, "minLength": 1}), [("minor", "action.a", "constraint loosened: minLength 3 → 1")]),
@@ -153,7 +154,17 @@ SPEC_CASES = [
     ("version only (regen's own bump)", spec(), spec(package_version="9.9.9"), None, []),
     ("metadata description", spec(), spec(metadata=EnvMetadata(description="Another")), "patch", [("patch", "metadata.description", "changed")]),
     ("metadata version", spec(), spec(metadata=EnvMetadata(description="A demo", version="2")), "patch", [("patch", "metadata.version", "changed")]),
-    ("env defaults", spec(), spec(defaults=EnvDefaults(action_hint="Say hi")), "patch", [("patch", "defaults.action_hint", "changed")]),
+    ("env defaults", spec(), spec(defaults=EnvDefaults(action_hint="Say hi")), "patch", [("patch", "defaults.action_hint", 'changed: "" → "Say hi"')]),
+    # Identity: the package may now point at another environment.
+    ("env id", spec(), spec(env_id="openenv/chess_env"), "major", [("major", "env_id", '"openenv/demo" → "openenv/chess_env" (a different environment?)')]),
+    ("env name", spec(), spec(name="chess"), "major", [("major", "name", '"demo" → "chess" (a different environment?)')]),
+    (
+        "name from /metadata",
+        spec(metadata=EnvMetadata(name="Connect4Environment", description="A demo")),
+        spec(metadata=EnvMetadata(name="ChessEnvironment", description="A demo")),
+        "major",
+        [("major", "metadata.name", '"Connect4Environment" → "ChessEnvironment" (a different environment?)')],
+    ),
     ("observation field added", spec(), spec(observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, score=I)), "minor", [("minor", "observation.score", "added")]),
     ("action field added and one removed", spec(), spec(action_schema=obj(("guess",), guess=S, metadata=ACTION["properties"]["metadata"])), "major", [("major", "action.message", "field removed"), ("major", "action.guess", "required field added")]),
     ("typed -> MCP", spec(), spec(action_schema=MCP_ACTION, tools=TOOLS), "major", [("major", "action", "action kind changed")]),
@@ -164,7 +175,7 @@ SPEC_CASES = [
         spec(action_schema=MCP_ACTION, tools=TOOLS),
         spec(action_schema=MCP_ACTION, tools=(tool("add", TOOLS[0].input_schema, "Sum"), TOOLS[1])),
         "patch",
-        [("patch", "tools.add", "description changed")],
+        [("patch", "tools.add", 'description changed: "Add two numbers" → "Sum"')],
     ),
     (
         "tool argument made required",
@@ -227,3 +238,106 @@ def test_bump(version: str, impact: str | None, expected: str) -> None:
 def test_bump_refuses_what_is_not_semver(version: str) -> None:
     with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
         bump(version, "patch")
+
+
+def test_value_changes_carry_the_full_old_and_new_values() -> None:
+    diff = diff_specs(spec(metadata=EnvMetadata(description="A demo")), spec(metadata=EnvMetadata(description="Another")))
+    (change,) = diff.changes
+    assert (change.old, change.new) == ("A demo", "Another")
+    assert change.as_json() == {
+        "impact": "patch", "path": "metadata.description", "what": 'changed: "A demo" → "Another"',
+        "old": "A demo", "new": "Another", "warning": False,
+    }
+    (enum,) = diff_schemas(obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), where="action", direction="input")
+    assert (enum.old, enum.new) == (["x", "y"], ["x"])
+    # Structural changes have no values.
+    (removed,) = diff_schemas(obj(a=S, b=S), obj(a=S), where="action", direction="input")
+    assert (removed.old, removed.new) == (None, None)
+
+
+def test_long_texts_are_shortened_around_their_first_difference() -> None:
+    common = "Submit one move for the current position of the board. " * 3
+    before, after = common + "Moves use UCI notation, e.g. e2e4.", common + "Moves use SAN notation, e.g. Nf3."
+    (change,) = diff_schemas(
+        obj(a={**S, "description": before}), obj(a={**S, "description": after}), where="action", direction="input"
+    )
+    shown_old, shown_new = change.what.removeprefix("description changed: ").split(" → ")
+    assert len(shown_old) < 90 and len(shown_new) < 90
+    assert shown_old.startswith('"…') and "UCI notation" in shown_old
+    assert shown_new.startswith('"…') and "SAN notation" in shown_new
+    assert (change.old, change.new) == (before, after)  # in full for --json
+
+
+def test_identity_changes_are_warnings() -> None:
+    diff = diff_specs(spec(), spec(env_id="openenv/chess_env", metadata=EnvMetadata(name="ChessEnvironment", description="A demo")))
+    assert diff.impact == "major"
+    assert diff.warnings == [
+        'env_id: changed: "openenv/demo" → "openenv/chess_env" (a different environment?)',
+        'metadata.name: changed: "" → "ChessEnvironment" (a different environment?)',
+    ]
+    assert [c.as_json()["warning"] for c in diff.changes] == [True, True]
+
+
+# --- tool lists as different FastMCP versions render them -------------------------------------
+
+# echo_env's `echo_message` as `POST /mcp tools/list` lists it, served by the env's own uv.lock
+# (FastMCP 3.1.1): the whole docstring as the description, the argument undescribed ...
+ECHO_MESSAGE_FASTMCP_3_1 = tool(
+    "echo_message",
+    {"additionalProperties": False, "properties": {"message": {"type": "string"}}, "required": ["message"], "type": "object"},
+    "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\n"
+    "Returns:\n    The same message that was provided",
+)
+# ... and as the catalog captured it (FastMCP 3.4.11): the summary, the Args text moved into the argument.
+ECHO_MESSAGE_FASTMCP_3_4 = tool(
+    "echo_message",
+    {
+        "additionalProperties": False,
+        "properties": {"message": {"type": "string", "description": "The message to echo back"}},
+        "required": ["message"],
+        "type": "object",
+    },
+    "Echo back the provided message.",
+)
+
+
+def _mcp(*tools: ToolSpec) -> EnvSpec:
+    return spec(action_schema=MCP_ACTION, tools=tools)
+
+
+@pytest.mark.parametrize("old, new", [(ECHO_MESSAGE_FASTMCP_3_4, ECHO_MESSAGE_FASTMCP_3_1), (ECHO_MESSAGE_FASTMCP_3_1, ECHO_MESSAGE_FASTMCP_3_4)])
+def test_the_same_tool_rendered_by_another_fastmcp_version_is_no_drift(old: ToolSpec, new: ToolSpec) -> None:
+    assert not diff_specs(_mcp(old), _mcp(new))
+
+
+def test_a_real_summary_change_is_reported_with_its_text_across_fastmcp_versions() -> None:
+    changed = ECHO_MESSAGE_FASTMCP_3_1.model_copy(
+        update={"description": ECHO_MESSAGE_FASTMCP_3_1.description.replace("the provided message", "the given text")}
+    )
+    diff = diff_specs(_mcp(ECHO_MESSAGE_FASTMCP_3_4), _mcp(changed))
+    assert diff.lines() == ['patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."']
+
+
+def test_a_real_argument_text_change_is_reported_across_fastmcp_versions() -> None:
+    changed = ECHO_MESSAGE_FASTMCP_3_1.model_copy(
+        update={"description": ECHO_MESSAGE_FASTMCP_3_1.description.replace("The message to echo back", "What to repeat")}
+    )
+    diff = diff_specs(_mcp(ECHO_MESSAGE_FASTMCP_3_4), _mcp(changed))
+    assert diff.lines() == ['patch  tools.echo_message.message: description changed: "The message to echo back" → "What to repeat"']
+
+
+@pytest.mark.parametrize(
+    ("description", "summary", "args"),
+    [
+        ("Echo it.", "Echo it.", {}),
+        ("  Echo\n  it.  ", "Echo it.", {}),
+        ("Go.\n\nArgs:\n    a (int): alpha\n        more alpha\n    b: beta\n\nRaises:\n    ValueError: never", "Go.", {"a": "alpha more alpha", "b": "beta"}),
+        ("Add.\n\nParameters\n----------\na : int\n    First\n    number.\nb : int\n    Second.\n\nReturns\n-------\nint\n", "Add.", {"a": "First number.", "b": "Second."}),
+        ("Do it.\n:param x: the x\n   value\n:returns: y", "Do it.", {"x": "the x value"}),
+        ("Keep: colons in prose.\nArgs here are not a section.", "Keep: colons in prose. Args here are not a section.", {}),
+    ],
+    ids=["plain", "whitespace", "google", "numpy", "sphinx", "prose"],
+)
+def test_docstring_sections(description: str, summary: str, args: dict) -> None:
+    assert tool_summary(description) == summary
+    assert documented_args(description) == args

@@ -107,7 +107,8 @@ def index(tmp_path: Path) -> Iterator[Index]:
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A copy of runtime/ and a freshly generated wordle-openenv (builds never touch the work tree)."""
+    """Copies of schemas/ and runtime/ and a freshly generated wordle-openenv (builds never
+    touch the work tree)."""
     root = tmp_path_factory.mktemp("sources")
     generated = subprocess.run(
         [OPENENV_GEN, "wordle", "--out", str(root / "wordle-openenv")], capture_output=True, text=True, timeout=120
@@ -115,6 +116,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert generated.returncode == 0, generated.stderr
     return {
         "runtime": Path(shutil.copytree(ROOT / "runtime", root / "runtime", ignore=_COPY_IGNORE)),
+        "schemas": Path(shutil.copytree(ROOT / "schemas", root / "schemas", ignore=_COPY_IGNORE)),
         "wordle": root / "wordle-openenv",
     }
 
@@ -152,6 +154,7 @@ def lines(result: subprocess.CompletedProcess[str], prefix: str) -> list[str]:
 
 
 RUNTIME_FILES = {"openenvgen_runtime-0.1.0.tar.gz", "openenvgen_runtime-0.1.0-py3-none-any.whl"}
+SCHEMAS_FILES = {"openenvgen_schemas-0.1.0.tar.gz", "openenvgen_schemas-0.1.0-py3-none-any.whl"}
 WORDLE_FILES = {"wordle_openenv-0.1.0.tar.gz", "wordle_openenv-0.1.0-py3-none-any.whl"}
 
 
@@ -215,13 +218,18 @@ print(json.dumps({
 
 
 def test_publish_install_from_the_index_and_republish(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
-    first = publish(str(sources["wordle"]), str(sources["runtime"]), "--repository-url", index.url, home=tmp_path / "home")
+    everything = SCHEMAS_FILES | RUNTIME_FILES | WORDLE_FILES
+    first = publish(
+        str(sources["wordle"]), str(sources["runtime"]), str(sources["schemas"]), "--repository-url", index.url,
+        home=tmp_path / "home",
+    )
     assert first.returncode == 0, first.stdout + first.stderr
-    assert set(index.files()) == RUNTIME_FILES | WORDLE_FILES
-    assert sorted(lines(first, "uploaded ")) == sorted(f"uploaded {f} to {index.url}" for f in RUNTIME_FILES | WORDLE_FILES)
-    # The runtime goes first whatever the argument order: generated packages depend on it.
-    assert lines(first, "uploaded ")[0].startswith("uploaded openenvgen_runtime")
-    assert first.stdout.rstrip().endswith("done: 4 uploaded, 0 already on the index")
+    assert set(index.files()) == everything
+    assert sorted(lines(first, "uploaded ")) == sorted(f"uploaded {f} to {index.url}" for f in everything)
+    # Dependencies go first whatever the argument order: schemas, then the runtime.
+    uploaded = [line.split()[1] for line in lines(first, "uploaded ")]
+    assert [name.split("-")[0] for name in uploaded[:4]] == ["openenvgen_schemas"] * 2 + ["openenvgen_runtime"] * 2
+    assert first.stdout.rstrip().endswith("done: 6 uploaded, 0 already on the index")
 
     # A fresh venv installs wordle-openenv from the local index and pulls the runtime through its metadata.
     python = fresh_venv(tmp_path / "fresh")
@@ -231,7 +239,7 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
         capture_output=True, text=True, env=pip_isolated_env(), timeout=600,
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    assert "Successfully installed openenvgen-runtime-0.1.0 wordle-openenv-0.1.0" in install.stdout, install.stdout
+    assert "Successfully installed openenvgen-runtime-0.1.0 openenvgen-schemas-0.1.0 wordle-openenv-0.1.0" in install.stdout, install.stdout
     probe = subprocess.run(
         [str(python), "-c", PROBE], capture_output=True, text=True, cwd=tmp_path, timeout=300,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
@@ -249,11 +257,14 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
 
     # Again: every file is already there, nothing is uploaded, and that is a success.
     before = index.files()
-    again = publish(str(sources["runtime"]), str(sources["wordle"]), "--repository-url", index.url, home=tmp_path / "home")
+    again = publish(
+        str(sources["schemas"]), str(sources["runtime"]), str(sources["wordle"]), "--repository-url", index.url,
+        home=tmp_path / "home",
+    )
     assert again.returncode == 0, again.stdout + again.stderr
     assert lines(again, "uploaded ") == []
-    assert sorted(lines(again, "skipped ")) == sorted(f"skipped {f}: already on the index" for f in RUNTIME_FILES | WORDLE_FILES)
-    assert again.stdout.rstrip().endswith("done: 0 uploaded, 4 already on the index")
+    assert sorted(lines(again, "skipped ")) == sorted(f"skipped {f}: already on the index" for f in everything)
+    assert again.stdout.rstrip().endswith("done: 0 uploaded, 6 already on the index")
     assert index.files() == before
 
 

@@ -5,7 +5,7 @@ schema equals the capture exactly) and for the fixture servers (against the mode
 running server itself uses), hypothesis feeds valid payloads drawn from the schema and
 mutated invalid ones to both sides; they must agree on every case. The generated
 model's JSON schema must also equal the server's after the documented normalisation
-(`openenvgen.schemas`).
+(`openenvgen_schemas.normalise`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel, ValidationError
 
 from openenvgen import sources
-from openenvgen.schemas import equivalent, inline_refs
+from openenvgen_schemas.normalise import equivalent, inline_refs
 from openenvgen.spec import Capture, build_spec
 from tests.conftest import CORPUS, corpus_dirs, import_generated
 

@@ -1,8 +1,9 @@
 """`openenv-gen publish`: check → list → build (PEP 517) → `twine check` → upload what is missing.
 
-Every path is a generated package (it has a lock or `*/snapshot.json`) or the runtime
+Every path is a generated package (it has a lock or `*/snapshot.json`), the runtime
 distribution (`runtime/`, which has no snapshot: its files are sanity-checked and its version
-must sit inside the range generated packages require). In order, each step for every
+must sit inside the range generated packages require) or its dependency `schemas/`
+(`openenvgen-schemas`). In order, each step for every
 package before the next step starts: all packages are checked (a stale one is refused, as
 `check` would report it); the index is asked which files it already has (its simple API,
 PEP 691 JSON or PEP 503 HTML), so an unreachable index fails before anything is built; all
@@ -42,6 +43,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 from openenvgen.errors import BuildError, CredentialsError, PublishError, StaleError, UsageError
 
 RUNTIME_DISTRIBUTION = "openenvgen-runtime"
+SCHEMAS_DISTRIBUTION = "openenvgen-schemas"
+"""The runtime's (and the generator's) one dependency of ours: schema normalisation and diff."""
 PYPI_UPLOAD_URL = "https://upload.pypi.org/legacy/"
 TESTPYPI_UPLOAD_URL = "https://test.pypi.org/legacy/"
 # Upload endpoints whose simple API does not live under them.
@@ -80,7 +83,7 @@ class Project:
 def load_project(root: Path) -> Project:
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
-        raise UsageError(f"{root}: no pyproject.toml; publish takes generated package directories or runtime/")
+        raise UsageError(f"{root}: no pyproject.toml; publish takes generated package directories, runtime/ or schemas/")
     try:
         data = tomllib.loads(pyproject.read_text("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -92,9 +95,9 @@ def load_project(root: Path) -> Project:
     from openenvgen.checking import is_package
 
     generated = is_package(root)
-    if not generated and normalize(name) != RUNTIME_DISTRIBUTION:
+    if not generated and normalize(name) not in (RUNTIME_DISTRIBUTION, SCHEMAS_DISTRIBUTION):
         raise UsageError(
-            f"{root}: neither a generated package (no */snapshot.json) nor the {RUNTIME_DISTRIBUTION} runtime"
+            f"{root}: neither a generated package (no */snapshot.json) nor {RUNTIME_DISTRIBUTION} or {SCHEMAS_DISTRIBUTION}"
         )
     return Project(root=root, name=name, version=version, generated=generated)
 
@@ -118,6 +121,10 @@ def ensure_publishable(project: Project) -> None:
             raise StaleError(
                 f"{project.root} is stale: {shown}; see `openenv-gen check {project.root}` and regenerate it"
             )
+        return
+    if normalize(project.name) == SCHEMAS_DISTRIBUTION:
+        if not (project.root / "openenvgen_schemas" / "__init__.py").is_file() or not (project.root / "README.md").is_file():
+            raise BuildError(f"{project.root}: no openenvgen_schemas/__init__.py or README.md; is this schemas/?")
         return
     from packaging.requirements import Requirement
     from packaging.version import InvalidVersion, Version
@@ -436,8 +443,8 @@ def publish_packages(
     require_tools()
     target = resolve_target(repository_url, repository, index_url)
     projects = [load_project(root) for root in roots]
-    # The runtime first: generated packages depend on it.
-    projects.sort(key=lambda p: p.generated)
+    # Dependencies first: schemas, then the runtime, then the generated packages.
+    projects.sort(key=lambda p: (p.generated, normalize(p.name) != SCHEMAS_DISTRIBUTION))
     for project in projects:
         ensure_publishable(project)
         echo(f"{project.root}: up to date ({project.label})")

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: generating from the catalog needs no HTTP client
     import httpx
 
+from openenvgen_schemas.modeldiff import is_mcp_action
+
 from openenvgen.errors import SchemaError, SourceError, UsageError
-from openenvgen.spec import Capture, is_mcp_action
+from openenvgen.spec import Capture
 
 TIMEOUT_S = 10.0
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from openenvgen_schemas.modeldiff import is_mcp_action
+
 from openenvgen.errors import SchemaError, UsageError
 
 # Bumped only when the snapshot/lock layout changes; never by a release.
@@ -153,13 +155,6 @@ class Capture(Frozen):
     tools: tuple[dict[str, Any], ...] | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-
-def is_mcp_action(action_schema: dict[str, Any]) -> bool:
-    """MCP envs take `CallToolAction`; its title may be a subclass name, so look at the
-    `type` discriminator's const instead."""
-    type_field = (action_schema.get("properties") or {}).get("type")
-    return isinstance(type_field, dict) and type_field.get("const") == "call_tool"
 
 
 def _check_object_schema(schema: Any, what: str) -> dict[str, Any]:

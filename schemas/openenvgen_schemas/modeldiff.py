@@ -2,7 +2,7 @@
 
 `diff_specs(old, new)` compares what a generated package exposes: the action schema, the
 MCP tool list (names, descriptions, argument schemas), the observation schema, the env's
-metadata and defaults. Schemas are compared after `openenvgen.schemas.normalise` (local
+metadata and defaults. Schemas are compared after `openenvgen_schemas.normalise` (local
 `$ref`s inlined, `title`s dropped), keyword by keyword, so each difference gets a path
 (`action.target.x`, `tools.add.a`, `observation.board`) and an impact:
 
@@ -15,6 +15,23 @@ metadata and defaults. Schemas are compared after `openenvgen.schemas.normalise`
 |        | optional; type or constraint widened             | present; type or constraint narrowed  |
 | patch  | descriptions, examples, defaults, metadata, env defaults                                 |
 
+A change of the env's identity (its name, package, env id, or the name `/metadata` reports)
+is rated major and flagged as a warning: the package may be pointed at a different
+environment. Value changes carry the old and the new value (`Change.old`/`Change.new`);
+their one-line text shows both, shortened around the first difference when long.
+
+**Rendering noise is not drift.** The same environment served with another FastMCP
+version lists its tools differently: FastMCP 3.1 sends a tool's whole docstring as its
+description (summary, `Args:`, `Returns:` sections, indentation and all) and leaves the
+arguments undescribed; FastMCP 3.4 sends only the summary and moves each `Args:` entry into
+that argument's `description`. So before comparing, (1) every description is compared with
+its whitespace collapsed; (2) a tool's description is reduced to its summary, the text
+before the first docstring section heading (`Args:`, `Returns:`, `Raises:`, ... in Google
+style, a heading underlined with dashes in NumPy style, or a `:param ...:` field in Sphinx
+style); (3) an argument without a `description` takes the one its tool's docstring
+documents in an `Args:`/`Parameters` section. What is left, a different summary or a
+different argument text, is reported with its old and new text.
+
 Inputs are what the model sends and the package validates, so accepting *less* breaks
 callers; outputs are what the server sends back, so *more* variety breaks readers. A
 change this module cannot classify (an unknown validation keyword, alternatives that
@@ -23,14 +40,49 @@ cannot be paired) counts as major: under-reporting a break is the expensive mist
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openenvgen.schemas import normalise
-from openenvgen.spec import EnvSpec
+from typing import Protocol
+
+from openenvgen_schemas.normalise import normalise
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class Interface(Protocol):
+    """What a model exchanges with an env: the action kind and schema, the MCP tools and
+    the observation schema (an EnvSpec, or the same read from a live server)."""
+
+    is_mcp: bool
+    action_schema: dict[str, Any]
+    observation_schema: dict[str, Any]
+    tools: Iterable[Tool] | None
+
+
+def is_mcp_action(action_schema: dict[str, Any]) -> bool:
+    """MCP envs take `CallToolAction`; its title may be a subclass name, so look at the
+    `type` discriminator's const instead."""
+    type_field = (action_schema.get("properties") or {}).get("type")
+    return isinstance(type_field, dict) and type_field.get("const") == "call_tool"
+
+
+class Spec(Interface, Protocol):
+    """An EnvSpec: the interface plus the env's identity, metadata and defaults."""
+
+    name: str
+    package: str
+    env_id: str
+    metadata: Any
+    defaults: Any
 
 Impact = Literal["patch", "minor", "major"]
 Direction = Literal["input", "output"]
@@ -51,16 +103,39 @@ _ARRAY_KEYS = frozenset({"items", "prefixItems"})
 _JSON_TYPES = ("boolean", "integer", "number", "string", "array", "object", "null")
 
 
+# Paths whose change means the package may now point at another environment.
+IDENTITY_PATHS = ("name", "package", "env_id", "metadata.name")
+DIFFERENT_ENV = "a different environment?"
+
+
 @dataclass(frozen=True)
 class Change:
     impact: Impact
     path: str
     """Where: `action.message`, `tools.add.a`, `observation.board[]`, `metadata.description`."""
     what: str
-    """What happened, e.g. `required field added (integer)`, `type narrowed: string | null → string`."""
+    """What happened, e.g. `required field added (integer)`, `type narrowed: string | null → string`,
+    `description changed: "Echo it." → "Echo it back."`."""
+    old: Any = None
+    """For a value change (description, default, enum values, metadata, identity): the full old value."""
+    new: Any = None
+    """... and the full new value. None for a side where the keyword is absent, and on both
+    sides for a structural change (field added, type narrowed, ...)."""
+
+    @property
+    def warning(self) -> bool:
+        """An identity change: the package may be checked against a different environment."""
+        return self.path in IDENTITY_PATHS
 
     def line(self) -> str:
         return f"{self.impact:<5}  {self.path}: {self.what}"
+
+    def as_json(self) -> dict[str, Any]:
+        """Stable keys: impact, path, what, old, new, warning."""
+        return {
+            "impact": self.impact, "path": self.path, "what": self.what,
+            "old": self.old, "new": self.new, "warning": self.warning,
+        }
 
 
 @dataclass(frozen=True)
@@ -76,6 +151,12 @@ class ModelDiff:
         if not self.changes:
             return None
         return max((c.impact for c in self.changes), key=RANK.__getitem__)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per identity change, e.g.
+        `metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)`."""
+        return [f"{c.path}: {c.what}" for c in self.changes if c.warning]
 
     def lines(self) -> list[str]:
         return [c.line() for c in self.changes]
@@ -99,7 +180,28 @@ def bump(version: str, impact: Impact | None) -> str:
     return f"{major}.{minor}.{patch + 1}"
 
 
-def diff_specs(old: EnvSpec, new: EnvSpec) -> ModelDiff:
+def diff_specs(old: Spec, new: Spec) -> ModelDiff:
+    out: list[Change] = []
+    for key in ("name", "package", "env_id"):
+        before, after = getattr(old, key), getattr(new, key)
+        if before != after:
+            out.append(_identity_change(key, before, after))
+    if old.metadata.name != new.metadata.name:
+        out.append(_identity_change("metadata.name", old.metadata.name, new.metadata.name))
+    out += diff_interfaces(old, new)
+    for section in ("metadata", "defaults"):
+        before, after = getattr(old, section).model_dump(mode="json"), getattr(new, section).model_dump(mode="json")
+        for key in before:
+            if section == "metadata" and key == "name":
+                continue  # an identity change, above
+            if before[key] != after[key]:
+                out.append(_value_change("patch", f"{section}.{key}", "changed", before[key], after[key]))
+    return ModelDiff(tuple(out))
+
+
+def diff_interfaces(old: Interface, new: Interface) -> list[Change]:
+    """Changes in what the model exchanges with the env: action kind, action schema, MCP
+    tools and observation schema."""
     out: list[Change] = []
     if old.is_mcp != new.is_mcp:
         kinds = {True: "MCP tools", False: "typed action"}
@@ -108,17 +210,18 @@ def diff_specs(old: EnvSpec, new: EnvSpec) -> ModelDiff:
         out += diff_schemas(old.action_schema, new.action_schema, where="action", direction="input")
         out += _diff_tools(old.tools or (), new.tools or ())
     out += diff_schemas(old.observation_schema, new.observation_schema, where="observation", direction="output")
-    for key in ("name", "package"):
-        if getattr(old, key) != getattr(new, key):
-            out.append(Change("major", key, f"changed: {getattr(old, key)!r} → {getattr(new, key)!r}"))
-    if old.env_id != new.env_id:
-        out.append(Change("patch", "env_id", f"changed: {old.env_id!r} → {new.env_id!r}"))
-    for section in ("metadata", "defaults"):
-        before, after = getattr(old, section).model_dump(mode="json"), getattr(new, section).model_dump(mode="json")
-        for key in before:
-            if before[key] != after[key]:
-                out.append(Change("patch", f"{section}.{key}", f"changed: {_short(before[key])} → {_short(after[key])}"))
-    return ModelDiff(tuple(out))
+    return out
+
+
+def _identity_change(path: str, before: str, after: str) -> Change:
+    return _value_change("major", path, "changed", before, after, note=f"({DIFFERENT_ENV})")
+
+
+def _value_change(impact: Impact, path: str, label: str, before: Any, after: Any, *, note: str = "") -> Change:
+    """A change of one value, its text showing old → new (shortened when long)."""
+    shown_before, shown_after = _show_pair(before, after)
+    what = f"{label}: {shown_before} → {shown_after}" + (f" {note}" if note else "")
+    return Change(impact, path, what, None if before is _ABSENT else before, None if after is _ABSENT else after)
 
 
 def _diff_tools(old: Iterable[Any], new: Iterable[Any]) -> list[Change]:
@@ -129,16 +232,125 @@ def _diff_tools(old: Iterable[Any], new: Iterable[Any]) -> list[Change]:
     for name in after.keys() - before.keys():
         out.append(Change("minor", f"tools.{name}", "tool added"))
     for name in sorted(before.keys() & after.keys()):
-        if before[name].description != after[name].description:
-            out.append(Change("patch", f"tools.{name}", "description changed"))
-        out += diff_schemas(before[name].input_schema, after[name].input_schema, where=f"tools.{name}", direction="input")
+        summary_before, summary_after = tool_summary(before[name].description), tool_summary(after[name].description)
+        if summary_before != summary_after:
+            out.append(_value_change("patch", f"tools.{name}", "description changed", summary_before, summary_after))
+        out += diff_schemas(
+            _with_documented_args(before[name].input_schema, before[name].description),
+            _with_documented_args(after[name].input_schema, after[name].description),
+            where=f"tools.{name}",
+            direction="input",
+        )
     return sorted(out, key=lambda c: c.path) if out else out
+
+
+# --- tool descriptions: FastMCP renders the same docstring differently by version ----------
+
+# Google-style section headings (`Args:` alone on its line), and NumPy-style ones (a heading
+# underlined with dashes). Sphinx-style fields (`:param x:`, `:returns:`) start a section too.
+_GOOGLE_SECTION = re.compile(
+    r"^(args|arguments|parameters|params|keyword args|keyword arguments|kwargs|other parameters|"
+    r"returns?|yields?|raises|exceptions|examples?|notes?|attributes|see also|warnings?|references|todo)\s*:\s*$",
+    re.IGNORECASE,
+)
+_NUMPY_UNDERLINE = re.compile(r"^-{3,}\s*$")
+_SPHINX_FIELD = re.compile(r"^:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?|yields?)\b")
+_SPHINX_PARAM = re.compile(r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:\S+\s+)?([A-Za-z_]\w*)\s*:\s*(.*)$")
+_ARG_SECTIONS = frozenset(
+    {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "kwargs", "other parameters"}
+)
+# `name: text` / `name (type): text` (Google); `name : type` or a bare `name`, the text
+# indented below (NumPy).
+_GOOGLE_ARG = re.compile(r"^\*{0,2}([A-Za-z_]\w*)(?:\s*\([^)]*\))?:\s*(.*)$")
+_NUMPY_ARG = re.compile(r"^([A-Za-z_]\w*)(?:\s+:\s+.*)?$")
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _sections(description: str) -> tuple[str, list[tuple[str, list[str]]]]:
+    """(summary, [(heading, body lines)]) of a docstring-like description."""
+    lines = inspect.cleandoc(description).splitlines()
+    summary: list[str] = []
+    sections: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        heading = None
+        if _GOOGLE_SECTION.match(stripped):
+            heading = stripped.rstrip(":").strip().lower()
+        elif stripped and i + 1 < len(lines) and _NUMPY_UNDERLINE.match(lines[i + 1].strip()):
+            heading = stripped.lower()
+            i += 1
+        elif _SPHINX_FIELD.match(stripped):
+            heading = "sphinx"
+            sections.append((heading, []))
+            sections[-1][1].append(stripped)
+            i += 1
+            continue
+        if heading is not None:
+            sections.append((heading, []))
+        elif sections:
+            sections[-1][1].append(lines[i])
+        else:
+            summary.append(lines[i])
+        i += 1
+    return "\n".join(summary), sections
+
+
+def tool_summary(description: str) -> str:
+    """A tool description without its docstring sections, whitespace collapsed."""
+    return _collapse(_sections(description)[0])
+
+
+def documented_args(description: str) -> dict[str, str]:
+    """Argument texts from a docstring's `Args:` (Google), `Parameters` (NumPy) or
+    `:param x:` (Sphinx) section, each with its whitespace collapsed."""
+    out: dict[str, str] = {}
+    for heading, body in _sections(description)[1]:
+        if heading == "sphinx":
+            match = _SPHINX_PARAM.match(body[0])
+            if match:
+                out[match.group(1)] = " ".join([match.group(2), *(line.strip() for line in body[1:])])
+            continue
+        if heading not in _ARG_SECTIONS:
+            continue
+        indents = [len(line) - len(line.lstrip()) for line in body if line.strip()]
+        entry_indent = min(indents, default=0)
+        current: str | None = None
+        for line in body:
+            text = line.strip()
+            if not text:
+                continue
+            if len(line) - len(line.lstrip()) == entry_indent:
+                numpy, google = _NUMPY_ARG.match(text), _GOOGLE_ARG.match(text)
+                current = (numpy or google).group(1) if (numpy or google) else None
+                if current is not None:
+                    out[current] = google.group(2) if google and not numpy else ""
+            elif current is not None:
+                out[current] = f"{out[current]} {text}"
+    return {name: _collapse(text) for name, text in out.items() if text.strip()}
+
+
+def _with_documented_args(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """`schema` with each top-level argument that has no `description` given the text its
+    tool's docstring documents for it (what newer FastMCP versions do themselves)."""
+    documented = documented_args(description)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not documented or not isinstance(properties, dict):
+        return schema
+    filled = {
+        name: ({**prop, "description": documented[name]} if isinstance(prop, dict) and "description" not in prop and name in documented else prop)
+        for name, prop in properties.items()
+    }
+    return {**schema, "properties": filled}
 
 
 def diff_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str, direction: Direction) -> list[Change]:
     """Changes between two JSON schemas, each classified for an input or an output."""
     out: list[Change] = []
-    _compare(normalise(old), normalise(new), where, direction, out)
+    _compare(_collapse_descriptions(normalise(old)), _collapse_descriptions(normalise(new)), where, direction, out)
     seen: set[tuple[str, str]] = set()
     unique = []
     for change in out:
@@ -146,6 +358,33 @@ def diff_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str, direct
             seen.add((change.path, change.what))
             unique.append(change)
     return unique
+
+
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
+_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _collapse_descriptions(schema: Any) -> Any:
+    """`schema` with the whitespace of every `description` collapsed (a re-indented or
+    re-wrapped text is the same text); values such as `default` or `enum` are untouched."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description" and isinstance(value, str):
+            out[key] = _collapse(value)
+        elif key in _SUBSCHEMA:
+            out[key] = _collapse_descriptions(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_collapse_descriptions(v) for v in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: _collapse_descriptions(v) for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
 
 
 # --- schema comparison -------------------------------------------------------------------
@@ -179,10 +418,7 @@ def _compare(old: Any, new: Any, path: str, direction: Direction, out: list[Chan
     for key in sorted(differing & ANNOTATIONS):
         if key == "title":
             continue
-        what = "description changed" if key == "description" else f"{key} changed"
-        if key == "default":
-            what = f"default changed: {_short(old.get(key, _ABSENT))} → {_short(new.get(key, _ABSENT))}"
-        out.append(Change("patch", path, what))
+        out.append(_value_change("patch", path, f"{key} changed", old.get(key, _ABSENT), new.get(key, _ABSENT)))
     if differing & _TYPE_KEYS:
         _compare_types(old, new, path, direction, out)
     for key in LOWER_BOUNDS + UPPER_BOUNDS:
@@ -311,6 +547,14 @@ def _values(schema: dict[str, Any]) -> set[str] | None:
     return None
 
 
+def _listed_values(schema: dict[str, Any]) -> list[Any] | None:
+    if "const" in schema:
+        return [schema["const"]]
+    if isinstance(schema.get("enum"), list):
+        return list(schema["enum"])
+    return None
+
+
 def _branches(schema: dict[str, Any]) -> list[Any] | None:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
@@ -344,16 +588,18 @@ def _compare_types(old: dict[str, Any], new: dict[str, Any], path: str, directio
             out.append(Change("major", path, f"retyped: {shown}"))
     values_before, values_after = _values(old), _values(new)
     if values_before != values_after and not (values_before is None and values_after is None):
+        listed_before, listed_after = _listed_values(old), _listed_values(new)
         if values_after is None:
-            out.append(Change(_relaxes(direction), path, "allowed values no longer restricted"))
+            out.append(Change(_relaxes(direction), path, f"allowed values no longer restricted (were {_show_values(values_before)})", listed_before, None))
         elif values_before is None:
-            out.append(Change(_restricts(direction), path, f"allowed values restricted to {_show_values(values_after)}"))
+            out.append(Change(_restricts(direction), path, f"allowed values restricted to {_show_values(values_after)}", None, listed_after))
         else:
             removed, added = values_before - values_after, values_after - values_before
+            shown = f"{_show_values(values_before)} → {_show_values(values_after)}"
             if removed:
-                out.append(Change(_restricts(direction), path, f"allowed values removed: {_show_values(removed)}"))
+                out.append(Change(_restricts(direction), path, f"allowed values removed: {_show_values(removed)} ({shown})", listed_before, listed_after))
             if added:
-                out.append(Change(_relaxes(direction), path, f"allowed values added: {_show_values(added)}"))
+                out.append(Change(_relaxes(direction), path, f"allowed values added: {_show_values(added)} ({shown})", listed_before, listed_after))
     branches_before, branches_after = _branches(old), _branches(new)
     if branches_before == branches_after or branches_before is None or branches_after is None:
         return
@@ -462,3 +708,28 @@ def _short(value: Any, limit: int = 60) -> str:
     text = repr(value) if value is _ABSENT else json.dumps(value, sort_keys=True, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _show_pair(before: Any, after: Any, limit: int = 72) -> tuple[str, str]:
+    """Old and new value as JSON text, each at most about `limit` characters. Two long
+    strings are cut to a window around where they first differ, so the change stays
+    visible: `"…the provided message."` → `"…the given message."`."""
+    if not (isinstance(before, str) and isinstance(after, str)):
+        return _short(before, limit), _short(after, limit)
+    a, b = _collapse(before), _collapse(after)
+    if a == b:  # only whitespace differs: show it
+        a, b = json.dumps(before, ensure_ascii=False)[1:-1], json.dumps(after, ensure_ascii=False)[1:-1]
+    if len(a) <= limit and len(b) <= limit:
+        return json.dumps(a, ensure_ascii=False), json.dumps(b, ensure_ascii=False)
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    start = max(0, prefix - 20)
+    return _window(a, start, limit), _window(b, start, limit)
+
+
+def _window(text: str, start: int, limit: int) -> str:
+    body = text[start : start + limit]
+    head = "…" if start > 0 else ""
+    tail = "…" if start + limit < len(text) else ""
+    return json.dumps(head + body + tail, ensure_ascii=False)
