@@ -5,7 +5,10 @@ and owns the process. We start that command ourselves only to keep its output in
 file (so a server that dies while starting is reported with its last lines, not after a
 timeout), to put it in its own process group (so stopping it also stops the uvicorn that
 `uv run` spawned), and to have the kernel terminate it if this process dies without
-cleaning up. Docker: OpenEnv's `LocalDockerProvider`, unchanged.
+cleaning up. Docker: OpenEnv's `LocalDockerProvider` with labelled containers (see
+`containers`); Docker Swarm: OpenEnv's `DockerSwarmProvider` (see `swarm`). A missing
+image, daemon or swarm is a one-line `LaunchError` before any episode starts; so is an
+option the chosen provider does not take.
 
 Everything here is blocking; the pool calls it from worker threads.
 """
@@ -16,6 +19,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -28,16 +32,45 @@ from typing import Any
 _PR_SET_PDEATHSIG = 1
 UV_OPTIONS = ("project_path", "app", "host", "reload", "env_vars", "port", "workers")
 DOCKER_OPTIONS = ("image", "tag", "port", "env_vars")
+SWARM_OPTIONS = ("image", "tag", "env_vars", "cpu_limit", "memory_limit", "constraints", "command", "overlay_network")
 TIMEOUT_OPTIONS = ("startup_timeout", "context_timeout_s")
+COMMAND_PREFIX = "$ "
+"""Starts the first line of a UV server's log: the command that was run."""
 
 
 class LaunchError(RuntimeError):
-    """A server could not be started or reached."""
+    """A server could not be started or reached. Uncaught, it prints as its message alone
+    (see `install_error_hook`): a launch failure is one line, plus the server's log tail."""
+
+
+def install_error_hook() -> None:
+    """Print an uncaught LaunchError as `error: MESSAGE` instead of a traceback.
+
+    A launch failure is the user's to fix (a wrong image, path or env), and its message
+    (with the server's log tail) says all there is; other exceptions keep Python's hook."""
+    previous = sys.excepthook
+    if getattr(previous, "openenvgen", False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
+        if isinstance(error, LaunchError):
+            print(f"error: {error}", file=sys.stderr)
+        else:
+            previous(kind, error, tb)
+
+    hook.openenvgen = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+
+
+def mode_name(*, use_docker: bool = False, use_swarm: bool = False) -> str:
+    return "swarm" if use_swarm else "docker" if use_docker else "uv"
 
 
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec: SIGTERM it when the eval process dies,
-    # even by SIGKILL, so no server outlives its run.
+    # even by SIGKILL, so no server outlives its run. The kernel ties this to the thread
+    # that started the server: launches run in the event loop's executor threads, which
+    # live until the loop closes (after the pool has stopped its servers).
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -66,6 +99,10 @@ def _uv_provider_class() -> type:
             fd, log = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
             self.log_path = Path(log)
             with os.fdopen(fd, "wb") as log_file:
+                # The log's first line is the command (and so the app) that ran: a
+                # failure report then says what was tried, not only how it died.
+                log_file.write(f"{COMMAND_PREFIX}{shlex.join(command)}\n".encode())
+                log_file.flush()
                 self._process = subprocess.Popen(
                     command,
                     env=env,
@@ -104,32 +141,51 @@ def _stop_group(process: subprocess.Popen) -> None:
         process.wait(timeout=5)
 
 
-def startup_timeout(provider_kwargs: dict[str, Any], default: float) -> float:
-    for key in TIMEOUT_OPTIONS:
-        if key in provider_kwargs:
-            return float(provider_kwargs[key])
-    return default
-
-
-def start(env_id: str, provider_kwargs: dict[str, Any], *, use_docker: bool, timeout: float) -> tuple[Any, str]:
-    """Start one server; returns (provider, base_url). Does not wait for readiness."""
-    kwargs = {k: v for k, v in provider_kwargs.items() if k not in TIMEOUT_OPTIONS}
-    if isinstance(kwargs.get("env_vars"), str):  # from the command line: a JSON object
-        kwargs["env_vars"] = json.loads(kwargs["env_vars"])
-    if use_docker:
-        require_docker()
-        unknown = set(kwargs) - set(DOCKER_OPTIONS)
-        if unknown:
-            raise LaunchError(f"provider_kwargs not understood by the Docker provider: {sorted(unknown)}")
-        from openenv.core.containers.runtime import LocalDockerProvider
-
-        provider = LocalDockerProvider()
-        tag = kwargs.pop("tag", "latest")
-        image = kwargs.pop("image", f"registry.hf.space/{env_id.replace('/', '-')}:{tag}")
-        return provider, provider.start_container(image, **kwargs)
-    unknown = set(kwargs) - set(UV_OPTIONS)
+def provider_options(provider_kwargs: dict[str, Any], mode: str) -> dict[str, Any]:
+    """`provider_kwargs` checked against what the mode's provider takes (one-line errors)."""
+    timeouts = sorted(set(provider_kwargs) & set(TIMEOUT_OPTIONS))
+    if timeouts:
+        raise LaunchError(
+            f"provider_kwargs.{timeouts[0]} is not a provider option: set `startup_timeout` "
+            "(--env.taskset.startup-timeout SECONDS), the one startup timeout of every launch mode"
+        )
+    allowed = {"uv": UV_OPTIONS, "docker": DOCKER_OPTIONS, "swarm": SWARM_OPTIONS}[mode]
+    unknown = sorted(set(provider_kwargs) - set(allowed))
     if unknown:
-        raise LaunchError(f"provider_kwargs not understood by the UV provider: {sorted(unknown)}")
+        raise LaunchError(f"provider_kwargs not understood by the {mode} launch mode: {unknown} (it takes {list(allowed)})")
+    kwargs = dict(provider_kwargs)
+    if isinstance(kwargs.get("env_vars"), str):  # from the command line: a JSON object
+        try:
+            kwargs["env_vars"] = json.loads(kwargs["env_vars"])
+        except json.JSONDecodeError as e:
+            raise LaunchError(f"provider_kwargs.env_vars is not a JSON object: {e}") from None
+    return kwargs
+
+
+def image_for(env_id: str, kwargs: dict[str, Any]) -> str:
+    """The `image` option, else the env's image on the Hugging Face Spaces registry."""
+    tag = kwargs.pop("tag", "latest")
+    return kwargs.pop("image", None) or f"registry.hf.space/{env_id.replace('/', '-')}:{tag}"
+
+
+def start(
+    env_id: str,
+    provider_kwargs: dict[str, Any],
+    *,
+    use_docker: bool,
+    timeout: float,
+    labels: dict[str, str] | None = None,
+) -> tuple[Any, str]:
+    """Start one server; returns (provider, base_url). Does not wait for readiness."""
+    kwargs = provider_options(provider_kwargs, mode_name(use_docker=use_docker))
+    if use_docker:
+        from openenvgen_runtime import containers
+
+        require_docker("use_docker")
+        image = image_for(env_id, kwargs)
+        containers.ensure_image(image, mode="use_docker", timeout=timeout)
+        provider = containers.docker_provider(labels or {})
+        return provider, provider.start_container(image, **kwargs)
     ensure_uv_on_path()
     start_args = {k: kwargs.pop(k) for k in ("port", "workers") if k in kwargs}
     project = kwargs.pop("project_path", None) or f"git+https://huggingface.co/spaces/{env_id}"
@@ -151,17 +207,28 @@ def ensure_uv_on_path() -> None:
 
 
 def exited(provider: Any) -> int | None:
-    """The server process's exit code if it has exited (UV provider only)."""
+    """The server's exit code once its process or container has exited, else None."""
+    exit_code = getattr(provider, "exit_code", None)
+    if exit_code is not None:
+        return exit_code()
     process = getattr(provider, "_process", None)
     return None if process is None else process.poll()
 
 
 def log_tail(provider: Any, lines: int = 15) -> str:
+    """The last lines the server wrote (its log file, container or service logs)."""
+    tail = getattr(provider, "log_tail", None)
+    if callable(tail):
+        with contextlib.suppress(Exception):
+            return tail(lines)
+        return ""
     path = getattr(provider, "log_path", None)
     if path is None or not Path(path).exists():
         return ""
     with open(path, errors="replace") as fh:
-        return "".join(deque(fh, maxlen=lines)).strip()
+        first = fh.readline()
+        rest = deque(fh, maxlen=lines)
+    return (first + "".join(rest)).strip()
 
 
 def stop(provider: Any) -> None:
@@ -173,10 +240,10 @@ def stop(provider: Any) -> None:
             return
 
 
-def require_docker() -> None:
+def require_docker(mode: str = "use_docker") -> None:
     if shutil.which("docker") is None:
-        raise LaunchError("use_docker: no `docker` command on this machine")
+        raise LaunchError(f"{mode}: no `docker` command on this machine")
     try:
         subprocess.run(["docker", "info"], check=True, capture_output=True, timeout=15)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
-        raise LaunchError("use_docker: no Docker daemon answers (`docker info` failed)") from None
+        raise LaunchError(f"{mode}: no Docker daemon answers (`docker info` failed)") from None

@@ -1,0 +1,215 @@
+"""Docker images and daemon state for the `docker` and `swarm` tests, built locally.
+
+No image registry is needed: the base image is a minimal Debian bookworm root file
+system made with `debootstrap --variant=minbase` (from the machine's own apt mirror) and
+imported with `docker import`; the env image adds a wheelhouse of OpenEnv's server side
+built on the host with `pip download`, and the test env project `tests/fixtures/uv_env`
+(guess-the-number). Both are tagged by a hash of what went into them, so a machine
+builds each once and every later run reuses it.
+
+Everything the tests start carries the label `openenvgen.test=1`, so leftovers can be
+listed precisely (`docker ps -a --filter label=...`) without touching anyone else's.
+
+Run `python -m tests.support.docker_images` to build (or find) the env image ahead of a
+test run; it prints the image tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_PROJECT = REPO_ROOT / "tests" / "fixtures" / "uv_env"
+ENV_APP = "guess_env.server:app"
+SUITE = "bookworm"
+BASE_REPOSITORY = "openenvgen-test-base"
+ENV_REPOSITORY = "openenvgen-test-guess"
+TEST_LABEL = "openenvgen.test"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenvgen-tests"
+# Debian packages of the base image: an interpreter that matches the host's (3.11), so
+# the host-built wheelhouse installs as is, and pip to install it.
+BASE_PACKAGES = ("python3", "python3-pip", "ca-certificates")
+_DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+
+class DockerUnavailable(RuntimeError):
+    """No Docker daemon answers, or an image could not be built; the message says why."""
+
+
+def docker(*args: str, timeout: float = 120, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=check, input=input)
+
+
+def daemon_problem() -> str | None:
+    """Why Docker cannot be used here, or None when a daemon answers."""
+    if shutil.which("docker") is None:
+        return "no `docker` command on this machine (apt-get install docker.io)"
+    try:
+        docker("info", timeout=20)
+    except subprocess.CalledProcessError as e:
+        return f"no Docker daemon answers `docker info`: {e.stderr.strip().splitlines()[-1] if e.stderr.strip() else e}"
+    except subprocess.TimeoutExpired:
+        return "`docker info` timed out"
+    return None
+
+
+def image_exists(tag: str) -> bool:
+    return docker("image", "inspect", tag, check=False).returncode == 0
+
+
+def debian_mirror() -> str:
+    """The Debian mirror apt uses on this machine (one-line or deb822 sources)."""
+    candidates: list[str] = []
+    sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in sources:
+        if not path.is_file() or not path.name.endswith((".list", ".sources")):
+            continue
+        text = path.read_text(errors="replace")
+        candidates += re.findall(r"^\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+" + SUITE + r"\s", text, flags=re.M)
+        for stanza in re.split(r"\n\s*\n", text):
+            if re.search(r"^Suites:.*\b" + SUITE + r"\b", stanza, flags=re.M):
+                candidates += re.findall(r"^URIs:\s*(\S+)", stanza, flags=re.M)
+    for url in candidates:
+        if "security" not in url:
+            return url.rstrip("/")
+    return _DEFAULT_MIRROR
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(len(part).to_bytes(8, "big") + part)
+    return h.hexdigest()[:16]
+
+
+def base_image() -> str:
+    """The minbase bookworm image with Python, built once per machine."""
+    tag = f"{BASE_REPOSITORY}:{SUITE}-" + _digest(SUITE.encode(), " ".join(BASE_PACKAGES).encode())
+    if image_exists(tag):
+        return tag
+    if shutil.which("debootstrap") is None:
+        raise DockerUnavailable("building the test base image needs `debootstrap` (apt-get install debootstrap)")
+    with tempfile.TemporaryDirectory(prefix="openenvgen-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        command = [
+            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(rootfs), debian_mirror()
+        ]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+        if proc.returncode != 0:
+            raise DockerUnavailable(f"debootstrap failed: {(proc.stdout + proc.stderr)[-2000:]}")
+        # Apt caches are dead weight in an image.
+        shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        try:
+            imported = subprocess.run(
+                ["docker", "import", "--change", f"LABEL {TEST_LABEL}=1", "-", tag],
+                stdin=tar.stdout, capture_output=True, text=True, timeout=900,
+            )
+        finally:
+            assert tar.stdout is not None
+            tar.stdout.close()
+            tar.wait()
+        if imported.returncode != 0:
+            raise DockerUnavailable(f"docker import failed: {imported.stderr.strip()}")
+    return tag
+
+
+def _server_requirements() -> list[str]:
+    # The same OpenEnv release as the client side, so both speak one protocol version.
+    return [f"openenv=={version('openenv')}", f"uvicorn=={version('uvicorn')}"]
+
+
+def _wheelhouse(requirements: list[str]) -> Path:
+    """`pip download` of the server side for this interpreter, cached by requirement set."""
+    house = CACHE / ("wheelhouse-" + _digest(" ".join(requirements).encode(), sys.version.encode()))
+    if (house / ".complete").exists():
+        return house
+    house.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(house), *requirements],
+        capture_output=True, text=True, timeout=1800,
+    )
+    if proc.returncode != 0:
+        raise DockerUnavailable(f"pip download of the env server's wheels failed: {proc.stderr.strip()[-2000:]}")
+    (house / ".complete").write_text("")
+    return house
+
+
+def _project_files() -> list[Path]:
+    return sorted(p for p in ENV_PROJECT.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def env_image() -> str:
+    """The guess-env image (OpenEnv server + the test env project), built once per content."""
+    base = base_image()
+    requirements = _server_requirements()
+    files = _project_files()
+    tag = f"{ENV_REPOSITORY}:" + _digest(
+        base.encode(),
+        " ".join(requirements).encode(),
+        *(str(p.relative_to(ENV_PROJECT)).encode() + b"\0" + p.read_bytes() for p in files),
+    )
+    if image_exists(tag):
+        return tag
+    house = _wheelhouse(requirements)
+    with tempfile.TemporaryDirectory(prefix="openenvgen-image-") as tmp:
+        context = Path(tmp)
+        shutil.copytree(house, context / "wheels", ignore=shutil.ignore_patterns(".complete"))
+        shutil.copytree(ENV_PROJECT / "guess_env", context / "guess_env", ignore=shutil.ignore_patterns("__pycache__"))
+        (context / "Dockerfile").write_text(
+            f"FROM {base}\n"
+            "COPY wheels /tmp/wheels\n"
+            "RUN python3 -m pip install --no-cache-dir --no-index --find-links /tmp/wheels --break-system-packages "
+            + " ".join(requirements)
+            + " && rm -rf /tmp/wheels\n"
+            "COPY guess_env /app/guess_env\n"
+            "WORKDIR /app\n"
+            "ENV PYTHONPATH=/app PYTHONUNBUFFERED=1\n"
+            f"LABEL {TEST_LABEL}=1\n"
+            "EXPOSE 8000\n"
+            f'CMD ["python3", "-m", "uvicorn", "{ENV_APP}", "--host", "0.0.0.0", "--port", "8000"]\n'
+        )
+        proc = subprocess.run(
+            ["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, text=True, timeout=1800
+        )
+        if proc.returncode != 0:
+            raise DockerUnavailable(f"docker build of the test env image failed: {proc.stderr.strip()[-2000:]}")
+    # Intermediate containers of the legacy builder are removed by `docker build` itself.
+    return tag
+
+
+def ours(kind: str, label: str) -> list[str]:
+    """IDs of containers (`kind="container"`) or services (`"service"`) carrying `label`."""
+    if kind == "container":
+        out = docker("ps", "-a", "-q", "--filter", f"label={label}", check=False).stdout
+    else:
+        out = docker("service", "ls", "-q", "--filter", f"label={label}", check=False).stdout
+    return out.split()
+
+
+def swarm_state() -> str:
+    return docker("info", "--format", "{{.Swarm.LocalNodeState}}", check=False).stdout.strip()
+
+
+def ensure_single_node_swarm() -> None:
+    """Initialise a one-node swarm on loopback when none is active."""
+    if swarm_state() == "active":
+        return
+    proc = docker("swarm", "init", "--advertise-addr", "127.0.0.1", check=False, timeout=60)
+    if proc.returncode != 0:
+        raise DockerUnavailable(f"`docker swarm init` failed: {proc.stderr.strip()}")
+
+
+if __name__ == "__main__":
+    problem = daemon_problem()
+    if problem:
+        sys.exit(problem)
+    print(env_image())

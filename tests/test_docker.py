@@ -1,0 +1,219 @@
+"""The Docker launch mode, for real: a small env image built locally (see
+`tests/support/docker_images.py`), episodes through OpenEnv's Docker provider, and no
+container of ours left in `docker ps -a` on any path: normal end, an error, and SIGINT or
+SIGKILL of a real `vf-eval`. A container that dies mid-run is replaced. Bad input (a
+missing image, a container that dies while starting) is one line before any episode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from openenvgen_runtime.launch import LaunchError
+from tests.support import docker_images
+from tests.support.adapters import generate_from_server, load_env, model_context, outcome
+from tests.support.rollout import VF_EVAL
+from tests.support.scripted_model import Script, ScriptedChatModel
+from tests.support.servers import serve_app
+
+# The first run on a machine builds the env image (minutes); later runs find it cached.
+pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(1800)]
+
+UV_PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    problem = docker_images.daemon_problem()
+    if problem:
+        pytest.skip(f"Docker tests need a Docker daemon: {problem}")
+    return docker_images.env_image()
+
+
+@pytest.fixture(scope="module")
+def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The image's env, as a package generated from its app served in this process."""
+    sys.path.insert(0, str(UV_PROJECT))
+    try:
+        from guess_env.server import app
+    finally:
+        sys.path.remove(str(UV_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("guess", str(url), tmp_path_factory.mktemp("pkgs"))
+
+
+@pytest.fixture
+def token() -> Iterator[str]:
+    """A label value for this test's containers; whatever a failing test leaves is removed."""
+    value = uuid.uuid4().hex
+    yield value
+    leftovers = docker_images.ours("container", f"{docker_images.TEST_LABEL}={value}")
+    if leftovers:
+        docker_images.docker("rm", "-f", *leftovers, check=False)
+
+
+def containers(token: str) -> list[str]:
+    return docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}")
+
+
+def wait_for(predicate: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return predicate()
+
+
+def docker_taskset(image: str, token: str, **extra: Any) -> dict[str, Any]:
+    provider_kwargs = {"image": image, "labels": {docker_images.TEST_LABEL: token}, **extra.pop("provider_kwargs", {})}
+    return {"env": "test/guess-env", "use_docker": True, "startup_timeout": 180, "provider_kwargs": provider_kwargs, **extra}
+
+
+def test_episodes_run_in_containers_that_are_removed_at_the_end(image: str, guess_pkg: str, token: str) -> None:
+    """Four concurrent episodes on a one-session env: the pool runs two containers (its
+    `max_servers`), learns each one's capacity, and removes both at the end."""
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    with serve_app(model) as model_url:
+        env = load_env(guess_pkg, docker_taskset(image, token, max_servers=2))
+
+        async def main() -> tuple[list[Any], list[str], list[int | None]]:
+            async with env.serving():
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 4))
+                return episodes, containers(token), [s.capacity for s in env.pool.servers]
+
+        episodes, running, capacities = asyncio.run(main())
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
+    assert len(running) == 2 and len(capacities) == 2 and 1 in capacities, (running, capacities)
+    assert containers(token) == []
+
+
+@pytest.mark.parametrize("path", ["exception", "cancellation"])
+def test_no_container_left_after_a_failed_or_cancelled_run(image: str, guess_pkg: str, token: str, path: str) -> None:
+    env = load_env(guess_pkg, docker_taskset(image, token))
+
+    async def main() -> None:
+        async with env.serving():
+            assert len(containers(token)) == 1
+            if path == "exception":
+                raise RuntimeError("boom")
+            current = asyncio.current_task()
+            assert current is not None
+            current.cancel()
+            await asyncio.sleep(1)
+
+    with pytest.raises((RuntimeError, asyncio.CancelledError)):
+        asyncio.run(main())
+    assert containers(token) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
+def test_no_container_left_after_vf_eval_is_signalled(
+    image: str, guess_pkg: str, token: str, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A real `vf-eval` is signalled while its episode waits on the model."""
+
+    def slow(messages: list[dict]) -> str:
+        time.sleep(60)
+        return "7"
+
+    model = ScriptedChatModel(slow)
+    with serve_app(model) as model_url:
+        config = {
+            "model": "scripted-model",
+            "push": False,
+            "output_dir": str(tmp_path),
+            "client": {"base_url": f"{model_url}/v1"},
+            "env": {"taskset": {"id": guess_pkg, **docker_taskset(image, token)}},
+        }
+        (tmp_path / "eval.toml").write_text(tomli_w.dumps(config))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen(
+            [VF_EVAL, "@", str(tmp_path / "eval.toml"), "--no-rich"],
+            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            assert wait_for(lambda: len(model.requests) >= 1, 240), "episode never reached the model"
+            assert len(containers(token)) == 1
+            proc.send_signal(sig)
+            proc.wait(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert wait_for(lambda: containers(token) == [], 60), containers(token)
+
+
+def test_a_missing_image_is_one_line_before_any_episode(image: str, guess_pkg: str, token: str) -> None:
+    env = load_env(guess_pkg, docker_taskset("openenvgen-test-missing:nope", token))
+
+    async def main() -> None:
+        async with env.serving():
+            raise AssertionError("started")
+
+    with pytest.raises(LaunchError) as info:
+        asyncio.run(main())
+    message = str(info.value)
+    assert message.startswith("use_docker: image openenvgen-test-missing:nope is not on this machine and cannot be pulled: ")
+    assert "\n" not in message
+    assert containers(token) == []
+
+
+def test_a_container_that_dies_while_starting_is_reported_with_its_log(image: str, guess_pkg: str, token: str) -> None:
+    env = load_env(guess_pkg, docker_taskset(image, token, provider_kwargs={"env_vars": {"GUESS_ENV_CRASH": "1"}}))
+
+    async def main() -> None:
+        async with env.serving():
+            raise AssertionError("started")
+
+    started = time.monotonic()
+    with pytest.raises(LaunchError) as info:
+        asyncio.run(main())
+    message = str(info.value)
+    assert message.startswith("test/guess-env (docker): server exited with code 1 while starting; last lines of its log:\n")
+    assert "crashing on purpose" in message
+    assert time.monotonic() - started < 120
+    assert containers(token) == []
+
+
+def test_a_container_that_dies_is_replaced(
+    image: str, guess_pkg: str, token: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="openenvgen_runtime")
+    model = ScriptedChatModel(Script(['{"guess": 7}']))
+    with serve_app(model) as model_url:
+        env = load_env(guess_pkg, docker_taskset(image, token, max_servers=1))
+
+        async def main() -> tuple[list[Any], str, str, list[str]]:
+            async with env.serving():
+                (first,) = env.pool.servers
+                (victim,) = containers(token)
+                docker_images.docker("kill", victim)
+                deadline = time.monotonic() + 180
+                while time.monotonic() < deadline:
+                    urls = [s.url for s in env.pool.servers]
+                    if urls and urls != [first.url]:
+                        break
+                    await asyncio.sleep(0.2)
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in env.taskset))
+                return episodes, first.url, env.pool.servers[0].url, containers(token)
+
+        episodes, old_url, new_url, running = asyncio.run(main())
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)]
+    assert new_url != old_url and len(running) == 1
+    (warning,) = [r.getMessage() for r in caplog.records if "died (exit code" in r.getMessage()]
+    assert f"server at {old_url} died (exit code 137); replacing it; last lines of its log:" in warning
+    assert containers(token) == []

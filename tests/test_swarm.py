@@ -1,0 +1,205 @@
+"""Docker Swarm as the launch engine, on a single-node swarm: one service of N replicas
+through OpenEnv's `DockerSwarmProvider`, episodes spread over the replicas (each one's
+session capacity learnt), a replica that dies replaced by Swarm and followed by the pool,
+and the service removed on every path (normal end, an error, SIGKILL of `vf-eval`). A
+swarm that is not initialised is one line before any episode."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from openenvgen_runtime.launch import LaunchError
+from tests.support import docker_images
+from tests.support.adapters import generate_from_server, load_env, model_context, outcome
+from tests.support.rollout import VF_EVAL
+from tests.support.scripted_model import Script, ScriptedChatModel
+from tests.support.servers import serve_app
+
+# The first run on a machine builds the env image (minutes); later runs find it cached.
+pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(1800)]
+
+UV_PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    problem = docker_images.daemon_problem()
+    if problem:
+        pytest.skip(f"Swarm tests need a Docker daemon: {problem}")
+    docker_images.ensure_single_node_swarm()
+    return docker_images.env_image()
+
+
+@pytest.fixture(scope="module")
+def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    sys.path.insert(0, str(UV_PROJECT))
+    try:
+        from guess_env.server import app
+    finally:
+        sys.path.remove(str(UV_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("guess", str(url), tmp_path_factory.mktemp("pkgs"))
+
+
+@pytest.fixture
+def token() -> Iterator[str]:
+    """A label value for this test's service; whatever a failing test leaves is removed."""
+    value = uuid.uuid4().hex
+    yield value
+    selector = f"{docker_images.TEST_LABEL}={value}"
+    services = docker_images.ours("service", selector)
+    if services:
+        docker_images.docker("service", "rm", *services, check=False)
+    leftovers = docker_images.ours("container", selector)
+    if leftovers:
+        docker_images.docker("rm", "-f", *leftovers, check=False)
+
+
+def leftovers(token: str) -> list[str]:
+    selector = f"{docker_images.TEST_LABEL}={token}"
+    return docker_images.ours("service", selector) + docker_images.ours("container", selector)
+
+
+def wait_for(predicate: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.25)
+    return predicate()
+
+
+def swarm_taskset(image: str, token: str, replicas: int = 2, **extra: Any) -> dict[str, Any]:
+    return {
+        "env": "test/guess-env",
+        "use_swarm": True,
+        "replicas": replicas,
+        "startup_timeout": 240,
+        "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}},
+        **extra,
+    }
+
+
+def test_episodes_spread_over_the_replicas_and_the_service_is_removed(image: str, guess_pkg: str, token: str) -> None:
+    """Six concurrent episodes on a one-session env served by two replicas: both replicas
+    play, each is capped at the one session it takes, and nothing is left at the end."""
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    with serve_app(model) as model_url:
+        env = load_env(guess_pkg, swarm_taskset(image, token))
+
+        async def main() -> tuple[list[Any], list[tuple[str, int | None]], int]:
+            async with env.serving():
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 6))
+                servers = [(s.url, s.capacity) for s in env.pool.servers]
+                return episodes, servers, len(docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}"))
+
+        episodes, servers, running = asyncio.run(main())
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 6
+    assert len({url for url, _ in servers}) == 2 and running == 2, servers
+    assert [capacity for _, capacity in servers] == [1, 1], servers
+    assert leftovers(token) == []
+
+
+def test_a_replica_that_dies_is_replaced_and_followed(image: str, guess_pkg: str, token: str) -> None:
+    model = ScriptedChatModel(Script(['{"guess": 7}']))
+    with serve_app(model) as model_url:
+        env = load_env(guess_pkg, swarm_taskset(image, token))
+
+        async def main() -> tuple[list[Any], set[str], set[str]]:
+            async with env.serving():
+                before = {s.url for s in env.pool.servers}
+                (victim, _) = docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}")
+                docker_images.docker("kill", victim)
+                ctx = model_context(str(model_url))
+                deadline = time.monotonic() + 180
+                while time.monotonic() < deadline:
+                    # Episodes notice the dead replica; the pool then follows Swarm's replacement.
+                    episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 2))
+                    now = {s.url for s in env.pool.servers}
+                    if len(now - before) >= 1 and len(now) == 2:
+                        break
+                    await asyncio.sleep(1)
+                return episodes, before, {s.url for s in env.pool.servers}
+
+        episodes, before, after = asyncio.run(main())
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
+    assert len(after) == 2 and len(after - before) == 1, (before, after)
+    assert leftovers(token) == []
+
+
+def test_no_service_left_after_an_error(image: str, guess_pkg: str, token: str) -> None:
+    env = load_env(guess_pkg, swarm_taskset(image, token, replicas=1))
+
+    async def main() -> None:
+        async with env.serving():
+            assert len(docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")) == 1
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        asyncio.run(main())
+    assert leftovers(token) == []
+
+
+def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, token: str, tmp_path: Path) -> None:
+    def slow(messages: list[dict]) -> str:
+        time.sleep(60)
+        return "7"
+
+    model = ScriptedChatModel(slow)
+    with serve_app(model) as model_url:
+        config = {
+            "model": "scripted-model",
+            "push": False,
+            "output_dir": str(tmp_path),
+            "client": {"base_url": f"{model_url}/v1"},
+            "env": {"taskset": {"id": guess_pkg, **swarm_taskset(image, token, replicas=1)}},
+        }
+        (tmp_path / "eval.toml").write_text(tomli_w.dumps(config))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        proc = subprocess.Popen(
+            [VF_EVAL, "@", str(tmp_path / "eval.toml"), "--no-rich"],
+            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert wait_for(lambda: len(model.requests) >= 1, 240), "episode never reached the model"
+            assert len(docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")) == 1
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert wait_for(lambda: leftovers(token) == [], 90), leftovers(token)
+
+
+def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(image: str, guess_pkg: str, token: str) -> None:
+    # Last in this module: it leaves the swarm, then initialises a new one.
+    docker_images.docker("swarm", "leave", "--force", check=False, timeout=60)
+    try:
+        env = load_env(guess_pkg, swarm_taskset(image, token))
+
+        async def main() -> None:
+            async with env.serving():
+                raise AssertionError("started")
+
+        with pytest.raises(LaunchError) as info:
+            asyncio.run(main())
+    finally:
+        docker_images.ensure_single_node_swarm()
+    assert str(info.value) == (
+        "use_swarm: this Docker engine is not part of a swarm (state: inactive); "
+        "run `docker swarm init` (or `docker swarm join` to a manager) first"
+    )
+    assert leftovers(token) == []
