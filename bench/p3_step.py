@@ -10,7 +10,8 @@ ends the game. Every step is timed on its own.
   model: `ActionSpace.parse` of the reply text `"[slate]"` (decode, one-required-field
   fallback, validation by the generated typed model, dump), `episode._step` (the
   runtime's step helper around `client.step`), summing the reward, and rendering the
-  next user turn (`prompts.turn`: observation + live action schema as JSON).
+  next user turn (`episode.next_turn`: the observation through the observation view,
+  hidden fields out, media scanned for, plus the live action schema, as JSON).
 
 The model/harness part is verifiers' and identical for both, so it is left out. The
 loops take turns step by step, the order rotating every round (ABAB, BABA, ...), so the
@@ -63,7 +64,7 @@ def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
     async def runtime(client: Any) -> Any:
         result = await step(client, space.parse(REPLY))
         score.add(result.reward)
-        turn(result.observation, space, result.reward)
+        await turn(result.observation, space, result.reward)
         return result
 
     async def parse_only(client: Any) -> Any:
@@ -71,7 +72,7 @@ def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
 
     async def turn_only(client: Any) -> Any:
         result = await client.step(ACTION)
-        turn(result.observation, space, result.reward)
+        await turn(result.observation, space, result.reward)
         return result
 
     async def busy_10us(client: Any) -> Any:  # calibration: raw + 10 µs of spinning
@@ -120,13 +121,22 @@ def _cpu_breakdown(space: Any, turn: Any, observation: dict[str, Any], n: int = 
 
     from openenvgen_runtime.actions import _decode
 
+    def drive(coroutine: Any) -> Any:
+        # `next_turn` is a coroutine only because an asset may need fetching; without one
+        # it never suspends, so it is run to its end here without an event loop's overhead.
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        raise RuntimeError("next_turn suspended: it fetched an asset")
+
     parts = {
         "parse_total": lambda: space.parse(REPLY),
         "parse.decode (fence regex + failed json.loads)": lambda: _decode(REPLY),
         "parse.validate_and_dump": lambda: space.action_model.model_validate(ACTION).model_dump(mode="json", exclude_unset=True),
-        "turn_total": lambda: turn(observation, space, 0.0),
+        "turn_total": lambda: drive(turn(observation, space, 0.0)),
         "turn.dumps(prompt_schema()) (same every step)": lambda: json.dumps(space.prompt_schema(), ensure_ascii=False),
-        "step_loop_total (parse + turn)": lambda: (space.parse(REPLY), turn(observation, space, 0.0)),
+        "step_loop_total (parse + turn)": lambda: (space.parse(REPLY), drive(turn(observation, space, 0.0))),
     }
     return {name: round(min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6, 2) for name, fn in parts.items()}
 
@@ -135,8 +145,8 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
     import httpx
 
     from openenvgen_runtime.actions import ActionSpace
-    from openenvgen_runtime.episode import _step
-    from openenvgen_runtime.prompts import turn
+    from openenvgen_runtime.episode import _step, next_turn
+    from openenvgen_runtime.observations import ObservationView
     from openenvgen_runtime.scoring import Score
     from tests.support.servers import serve_app_subprocess
 
@@ -147,6 +157,10 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=models.WordGuessAction, action_schema=schema)
         assert space.parse(REPLY) == ACTION, space.parse(REPLY)
+        view = ObservationView(asset_base_url=str(url))
+
+        async def turn(observation: dict[str, Any], space: ActionSpace, reward: float | None) -> Any:
+            return await next_turn(view, space, observation, reward)
 
         variants = _variants(space, _step, turn, Score())
 

@@ -1,4 +1,4 @@
-"""Run the benchmarks P1..P5 and write bench/out/results.json and bench/out/results.md.
+"""Run the benchmarks P1..P6 and R4 and write bench/out/results.json and bench/out/results.md.
 
     python bench/run.py            # everything (P4 also at 64@16, P5 twice each, P5-single)
     python bench/run.py --quick    # P4 at 16@4 only, P5 once each, no P5-single
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH, fmt_ratio, load_average, log, machine  # noqa: E402
 
-ALL = ("P1", "P2", "P3", "P4", "P5", "P5-single")
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4")
 
 
 def _run_one(name: str, quick: bool, workdir: Path) -> list[dict[str, Any]]:
@@ -53,11 +53,15 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
     for name in ("P1", "P2", "P3"):
         if name in only:
             results += _guarded(name, lambda n=name: _run_one(n, quick, workdir))
-    episodic = tuple(n for n in ("P4", "P5", "P5-single") if n in only)
+    episodic = tuple(n for n in ("P4", "P5", "P6", "P5-single") if n in only)
     if episodic:
         import p4_episodes
 
         results += _guarded("P4/P5", lambda: p4_episodes.run(quick, workdir, episodic))
+    if "R4" in only:
+        import r4_fleet
+
+        results += _guarded("R4", lambda: r4_fleet.run(quick, workdir))
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
@@ -107,7 +111,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     ]
     memory_rows = []
     for r in report["results"]:
-        for run in r.get("details", {}).get("runs", []):
+        details = r.get("details", {})
+        for run in [*details.get("runs", []), *details.get("startup_runs", {}).values()]:
             pairs = [run] if "adapter" in run else [run.get("runtime"), run.get("builtin")]
             for x in pairs:
                 if not x:
@@ -115,8 +120,9 @@ def to_markdown(report: dict[str, Any]) -> str:
                 mem = x["memory"]
                 kinds = ", ".join(f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items())
                 memory_rows.append(
-                    f"| {r['id']} | {x['adapter']} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
-                    f"{x['successful']} | {x['wall_s']} | {x['successful_per_min']} | {mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | "
+                    f"| {r['id']} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
+                    f"{x['successful']} | {x['wall_s']} | {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} | "
+                    f"{mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | "
                     f"{mem['peak_processes']} | {kinds} | {_errors(x)} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
                 )
     if memory_rows:
@@ -125,8 +131,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             "Episode runs (`vf-eval`; memory is the whole process tree: vf-eval, env servers, harness programs; RSS summed "
             "over processes counts shared pages once per process, PSS splits them):",
             "",
-            "| | adapter | episodes@concurrency | transport | ok | successful | wall s | successful/min | peak RSS MiB | peak PSS MiB | peak processes | RSS MiB at peak, by kind | errors | load 1-min before→after |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| | adapter | seat | episodes@concurrency | transport | ok | successful | wall s | episode phase s | successful/min (wall) | CPU s (tree) | peak RSS MiB | peak PSS MiB | peak processes | RSS MiB at peak, by kind | errors | load 1-min before→after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *memory_rows,
         ]
     out += ["", "Details per benchmark (full data in results.json):", ""]
@@ -185,6 +191,14 @@ def _detail(r: dict[str, Any]) -> str:
                 f"runtime {d.get('runtime_us_per_step_p10_p50_p90')}; ratio of means {d.get('ratio_of_means')}. "
                 f"In place, µs over raw (p50): {d.get('in_place_us_over_raw_p50')}. Hot loop without I/O (µs): "
                 f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give {d.get('expected_ratio_from_cpu')}.")
+    if r["id"] == "R4" and "fleet_runs" in d:
+        return "; ".join(
+            f"retries {x['retries']}: {x['ok']}/{x['episodes']} ok, failed {x['failed_stop_conditions'] or 'none'}, "
+            f"{x['in_flight_on_killed_server']} sessions in flight on the killed server (killed after "
+            f"{x['model_turns_at_kill']} model turns, back after {x['killed_server_down_s']} s), {x['wall_s']} s, "
+            f"{x['down_warnings']} down / {x['back_notices']} back log lines, {x['episode_retries']} episode retries"
+            for x in d["fleet_runs"]
+        ) + "."
     if "traceback" in d:
         return "failed: " + d["traceback"].strip().splitlines()[-1]
     return "see the episode runs above."

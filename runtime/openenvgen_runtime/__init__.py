@@ -10,6 +10,7 @@ per-step rewards, summed.
 from openenvgen_runtime.actions import ActionSpace, InvalidAction
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.scoring import REWARD_NAME, Stop
+from openenvgen_runtime.seat import InProcessHarness, InProcessHarnessConfig
 from openenvgen_runtime.taskset import AdapterEnv, AdapterTask, AdapterTaskset
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "AdapterEnvConfig",
     "AdapterTask",
     "AdapterTaskset",
+    "InProcessHarness",
+    "InProcessHarnessConfig",
     "InvalidAction",
     "REWARD_NAME",
     "Stop",

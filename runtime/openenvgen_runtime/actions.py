@@ -13,8 +13,21 @@ from pydantic import BaseModel, ValidationError
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
 
 
+ACTION_TOOL = "act"
+"""The one function tool a typed-action env offers when actions are tool calls."""
+
+
 class InvalidAction(ValueError):
     """The reply is not a valid action; the message is written for the model."""
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """One tool call as the model made it: `arguments` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 @dataclass
@@ -58,6 +71,37 @@ class ActionSpace:
         props = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
         return {**schema, "properties": props}
 
+    @functools.cached_property
+    def function_tools(self) -> list[dict[str, Any]]:
+        """The action as OpenAI function tools, parameters from the generated models (their
+        schemas equal the server's): one `act` tool for a typed env, one per MCP tool."""
+        if self.is_mcp:
+            assert self.tool_arguments is not None
+            described = {t.get("name"): t.get("description") or "" for t in self.tools or []}
+            return [
+                _function(name, described.get(name) or (model.__doc__ or "").strip(), _parameters(model))
+                for name, model in sorted(self.tool_arguments.items())
+            ]
+        return [_function(ACTION_TOOL, "Take one action in the environment.", _parameters(self.action_model))]
+
+    def parse_tool_calls(self, calls: list[ToolCallRequest]) -> dict[str, Any]:
+        """The action one turn's tool calls stand for; exactly one call per turn."""
+        if len(calls) != 1:
+            raise InvalidAction(f"call exactly one tool per turn, not {len(calls)}; none of them was run")
+        (call,) = calls
+        names = sorted(self.tool_arguments) if self.is_mcp and self.tool_arguments is not None else [ACTION_TOOL]
+        if call.name not in names:
+            raise InvalidAction(f"unknown tool {call.name!r}; call one of: {', '.join(names)}")
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError as e:
+            raise InvalidAction(f"the arguments of {call.name!r} are not valid JSON ({e}); send a JSON object") from None
+        if not isinstance(arguments, dict):
+            raise InvalidAction(f"the arguments of {call.name!r} must be a JSON object, not {type(arguments).__name__}")
+        if self.is_mcp:
+            return self._tool_call({"tool": call.name, "arguments": arguments})
+        return self._validated(arguments)
+
     def parse(self, reply: str) -> dict[str, Any]:
         """The action to send: validated by the typed model, dumped as the server expects."""
         if self._raw_string_field is not None:
@@ -71,6 +115,9 @@ class ActionSpace:
             return self._tool_call(value)
         if not isinstance(value, dict):
             value = self._single_field(value, reply)
+        return self._validated(value)
+
+    def _validated(self, value: dict[str, Any]) -> dict[str, Any]:
         try:
             model = self.action_model.model_validate(value)
         except ValidationError as e:
@@ -105,6 +152,17 @@ class ActionSpace:
         except ValidationError as e:
             raise InvalidAction(f"arguments for {name!r}: {_describe(e)}") from None
         return {"type": "call_tool", "tool_name": name, "arguments": args}
+
+
+def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+def _parameters(model: type[BaseModel]) -> dict[str, Any]:
+    # `metadata` is the base Action's bookkeeping field, never the model's to fill.
+    schema = model.model_json_schema()
+    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
+    return {**schema, "properties": properties}
 
 
 def _unfence(text: str) -> str:

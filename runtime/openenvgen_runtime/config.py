@@ -3,33 +3,65 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Self
+from typing import Any, ClassVar, Literal, Self
 
 import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
-from verifiers.v1.harnesses.null import NullHarnessConfig
 
 
 class AdapterConfig(vf.TasksetConfig):
     env: str | None = None
-    """OpenEnv env id to launch; generated packages set their own default. Ignored when
-    `base_url` is set, unless both are set explicitly (an error)."""
+    """OpenEnv env id to launch; generated packages set their own default. With `base_url`
+    it launches nothing (setting both explicitly is an error) but still names the tasks."""
     base_url: str | list[str] | None = None
     """Existing server(s) to use instead of launching `env`; a list spreads episodes over
     a fleet run elsewhere."""
     use_docker: bool = False
     """Launch `env` with OpenEnv's Docker provider instead of its UV provider."""
+    use_swarm: bool = False
+    """Launch `env` as one Docker Swarm service (OpenEnv's DockerSwarmProvider) of
+    `replicas` containers; episodes spread over the replicas. Needs an active swarm."""
+    replicas: int = Field(2, ge=1)
+    """Containers in the Swarm service (`use_swarm`)."""
     provider_kwargs: dict[str, Any] = Field(default_factory=dict)
-    """Arguments for OpenEnv's provider: app, project_path, env_vars, port, workers, host,
-    reload, timeout."""
+    """Options for OpenEnv's provider. UV: project_path, app, env_vars, port, workers,
+    host, reload (over the package's `PROVIDER_DEFAULTS`); Docker: image, tag, port,
+    env_vars, labels; Swarm: image, tag, env_vars, labels, cpu_limit, memory_limit,
+    constraints, command, overlay_network. Any other key is an error."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {}
+    """A package's UV provider options (its ASGI `app`): `provider_kwargs` is merged over
+    them, so setting only `project_path` keeps the package's `app`."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
+    split: str | None = None
+    """Take the tasks from the env's Task API instead: one per task of this split, reset
+    with `split` and `index` (and `seed=index`); works with every transport."""
+    split_range: str | None = None
+    """With `split`: which of its tasks, as START:STOP with Python slice bounds (`0:100`,
+    `:50`, `10:`); default all."""
+    hidden_fields: list[str] = Field(default_factory=list)
+    """Observation fields the model never reads, as dotted paths (`board.solution`; a path
+    through a list applies to each item), besides `metadata`, which is always hidden."""
+    max_media_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    """Largest image or audio attachment taken from an observation, in bytes; a larger
+    one is an error that names the field."""
+    on_drift: Literal["warn", "error", "ignore"] = "warn"
+    """When a server's live /schema or tool list differs from the package's snapshot at
+    pool start: "warn" (one line with the model diff), "error" (stop before any
+    episode), or "ignore"."""
     max_servers: int = Field(4, ge=1)
     """Most servers launched for an env that takes one session per server."""
+    action_format: Literal["text", "tools"] = "text"
+    """How the model acts: "text" replies parsed as JSON (or a bare value), or "tools":
+    native function tool calls built from the generated action models (needs the
+    package's in-process seat)."""
     max_invalid_actions: int = Field(3, ge=0)
     """Consecutive invalid replies sent back to the model before the episode stops."""
     startup_timeout: float = Field(120.0, gt=0)
-    """Seconds a launched server may take to answer /health."""
+    """Seconds a launched server (every replica, for a swarm) may take to answer /health;
+    the one startup timeout of every launch mode."""
+    unavailable_timeout: float = Field(60.0, gt=0)
+    """Seconds an episode waits for a server when every server is down, before it fails."""
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -50,6 +82,17 @@ class AdapterConfig(vf.TasksetConfig):
             raise ValueError("set `env` or `base_url`, not both: drop `env` to use the running server")
         if not self.env and not self.base_url:
             raise ValueError("set `env` (an OpenEnv env id to launch) or `base_url` (a running server)")
+        if self.use_docker and self.use_swarm:
+            raise ValueError("set `use_docker` or `use_swarm`, not both: a swarm already runs Docker containers")
+        if self.split_range is not None and not self.split:
+            raise ValueError("`split_range` picks tasks of a `split`: set `split` too")
+        if self.split_range is not None:
+            from openenvgen_runtime.tasks import parse_range
+
+            parse_range(self.split_range)
+        if self.PROVIDER_DEFAULTS and not (self.use_docker or self.use_swarm):
+            # Set in __dict__ so the merge does not count as the user setting the field.
+            self.__dict__["provider_kwargs"] = {**self.PROVIDER_DEFAULTS, **self.provider_kwargs}
         return self
 
     @property
@@ -63,9 +106,12 @@ class AdapterConfig(vf.TasksetConfig):
 class AdapterData(vf.TaskData):
     reset: dict[str, Any] = Field(default_factory=dict)
     """Kwargs for the environment's reset."""
+    action_tools: list[dict[str, Any]] | None = None
+    """With `action_format="tools"`: the function tools offered on every model call."""
 
 
 class AdapterEnvConfig(vf.EnvConfig):
-    # A chat-only seat: the model answers in text and the runtime is the user, so no
-    # sandbox or tools are needed; verifiers' `null` harness in a local subprocess.
-    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=vf.SubprocessConfig())
+    # The runtime is the user and steps the env host-side, so the seat needs no sandbox:
+    # a local runtime, and no harness pinned, so verifiers takes the package's bundled
+    # one (the in-process seat); `--env.player.harness.id null` still picks another.
+    player: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())

@@ -1,10 +1,16 @@
 """One episode: reset → (model turn → validate → step)* → done, over one WebSocket session.
 
-The runtime plays the user: the reset observation opens the chat, every valid reply is
-stepped host-side, and the next observation (with the live action schema) is the next
-user turn. A reply that is not a valid action goes back to the model with the reason,
-up to `max_invalid_actions` times in a row. The step rewards are summed onto the trace
-before the interaction closes, so they are part of the score verifiers reports.
+The runtime plays the user: the reset observation opens the chat, every valid action is
+stepped host-side, and the next observation is the next turn, rendered by `observations`
+(hidden fields out, media as content parts; the env's `system_prompt` leads the system
+message) or by the package's `custom.py` renderer. An action comes either as
+text (parsed as JSON, or a bare value) or, with `action_format="tools"`, as a native tool
+call; then the observation goes back as that call's tool result, so the conversation
+stays well-formed for chat templates (a plain-text reply is still parsed as text). A
+reply that is not a valid action goes back to the model with the reason, up to
+`max_invalid_actions` times in a row. The step rewards are summed onto the trace before
+the interaction closes, so they are part of the score verifiers reports; the final
+observation goes to `trace.info["openenv"]` and its numeric fields become metrics.
 
 A WebSocket that breaks mid-episode ends the episode as `env_lost` (and failed): the
 server-side env is gone, and a new session would be a different episode.
@@ -15,9 +21,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from verifiers.v1.types import AssistantMessage, ToolMessage, UserMessage
 from websockets.exceptions import ConnectionClosed
 
-from openenvgen_runtime.actions import ActionSpace, InvalidAction
+from openenvgen_runtime.actions import ActionSpace, InvalidAction, ToolCallRequest
+from openenvgen_runtime.extensions import NO_EXTENSION, Extension
+from openenvgen_runtime.observations import (
+    ObservationView,
+    env_system_prompt,
+    final_info,
+    numeric_metrics,
+    system_prompt_with_env,
+)
 from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.prompts import invalid, turn
 from openenvgen_runtime.scoring import REWARD_NAME, Score, Stop
@@ -43,36 +58,94 @@ async def _step(client: Any, action: dict[str, Any]) -> Any:
         raise
 
 
-async def play(task: Any, agents: Any, pool: ServerPool, space_for: Any, max_invalid: int) -> None:
+def _tool_calls(segment: Any) -> list[ToolCallRequest]:
+    """The tool calls of the segment's last assistant message (none for a text reply)."""
+    for message in reversed(segment.messages):
+        if isinstance(message, AssistantMessage):
+            return [ToolCallRequest(c.id, c.name, c.arguments) for c in message.tool_calls or []]
+    return []
+
+
+def _answer(calls: list[ToolCallRequest], content: str | list[Any]) -> str | list[Any]:
+    """The next turn: `content` as the user's message, or as the result of each tool call
+    (every call gets one, so the conversation stays well-formed). A tool result carries
+    text only: attachments follow it in a user message."""
+    if not isinstance(content, str):
+        text, attachments = content[0].text, content[1:]
+        if not calls:
+            return [UserMessage(content=content)]
+    else:
+        text, attachments = content, []
+    if not calls:
+        return text
+    results: list[Any] = [ToolMessage(tool_call_id=call.id, name=call.name, content=text) for call in calls]
+    return results + ([UserMessage(content=attachments)] if attachments else [])
+
+
+async def next_turn(
+    view: ObservationView,
+    space: ActionSpace,
+    observation: dict[str, Any],
+    reward: float | None = None,
+    *,
+    tools: bool = False,
+    extension: Extension = NO_EXTENSION,
+) -> str | list[Any]:
+    """What the model reads for one observation: its text (the package's renderer, if it
+    set one), the reward and, unless actions are tools, the action schema; with media,
+    verifiers content parts."""
+    rendered = await view.render(observation)
+    text = rendered.text if extension.renderer is None else extension.render(rendered.fields)
+    return rendered.content(turn(text, space, reward, schema=not tools))
+
+
+async def play(task: Any, agents: Any, pool: ServerPool, taskset: Any) -> None:
+    """Play `task` on a pooled server; `taskset` gives the per-server action space and
+    observation view, its config the action format and the invalid-reply budget."""
+    config = taskset.config
+    tools = config.action_format == "tools"
+    max_invalid = config.max_invalid_actions
+    extension = getattr(task, "EXTENSION", NO_EXTENSION)  # the package's custom.py
     score = Score()
     async with pool.session(task.data.reset) as (server, client, result):
-        space: ActionSpace = space_for(server)
+        space: ActionSpace = taskset.action_space(server)
+        view: ObservationView = taskset.observation_view(server)
+
+        async def observe(observation: dict[str, Any], reward: float | None = None) -> str | list[Any]:
+            return await next_turn(view, space, observation, reward, tools=tools, extension=extension)
+
+        last = result.observation
+        if env_system_prompt(last):
+            task = task.with_system_prompt(system_prompt_with_env(task.data.system_prompt or "", last))
         async with agents.player.interaction(task) as interaction:
             trace = interaction.trace
             try:
-                segment = await interaction.turn(turn(result.observation, space))
+                segment = await interaction.turn(_answer([], await observe(last)))
                 streak = 0
                 while not segment.terminated:
+                    calls = _tool_calls(segment)
                     reply = segment.last_reply
-                    if not reply.strip():
+                    if not calls and not reply.strip():
                         trace.stop(Stop.EMPTY_ACTION)
                         break
                     try:
-                        result = await _step(client, space.parse(reply))
+                        action = space.parse_tool_calls(calls) if calls else space.parse(reply)
+                        result = await _step(client, action)
                     except InvalidAction as e:
                         score.invalid_actions += 1
                         streak += 1
                         if streak > max_invalid:
                             trace.stop(Stop.INVALID_ACTION)
                             break
-                        segment = await interaction.turn(invalid(str(e), max_invalid - streak + 1))
+                        segment = await interaction.turn(_answer(calls, invalid(str(e), max_invalid - streak + 1)))
                         continue
                     streak = 0
+                    last = result.observation
                     score.add(result.reward)
                     if result.done:
                         trace.stop(Stop.ENV_DONE)
                         break
-                    segment = await interaction.turn(turn(result.observation, space, result.reward))
+                    segment = await interaction.turn(_answer(calls, await observe(last, result.reward)))
             except EnvLost:
                 # Named first (the first stop condition wins), then raised: verifiers
                 # records the failure on the trace and fails the episode, so it is
@@ -81,5 +154,9 @@ async def play(task: Any, agents: Any, pool: ServerPool, space_for: Any, max_inv
                 raise
             finally:
                 trace.record_reward(REWARD_NAME, score.total)
+                # The final observation: kept without media, its numbers as metrics; the
+                # runtime's own counts are recorded last, so they win a name clash.
+                trace.info["openenv"] = final_info(last)
+                trace.record_metrics(numeric_metrics(last))
                 trace.record_metric("env_steps", len(score.rewards))
                 trace.record_metric("invalid_actions", score.invalid_actions)

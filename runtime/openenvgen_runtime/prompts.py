@@ -3,10 +3,7 @@ observation carrying the observation and the live action schema."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from openenvgen_runtime.actions import ActionSpace
+from openenvgen_runtime.actions import ACTION_TOOL, ActionSpace
 
 SYSTEM_PROMPT = (
     "You are acting in an environment, one action per turn. Each user message holds the "
@@ -19,9 +16,17 @@ MCP_SYSTEM_PROMPT = (
     'Reply with exactly one JSON object, {"tool": NAME, "arguments": {...}}, and nothing else.'
 )
 
+TOOLS_SYSTEM_PROMPT = (
+    "You are acting in an environment, one action per turn. Each user or tool message "
+    "holds the current observation. Take each action by calling {which}: exactly one "
+    "call per turn."
+)
 
-def system_prompt(space: ActionSpace, hint: str = "") -> str:
-    if space.is_mcp:
+
+def system_prompt(space: ActionSpace, hint: str = "", *, tools: bool = False) -> str:
+    if tools:
+        text = TOOLS_SYSTEM_PROMPT.format(which="one of the tools" if space.is_mcp else f"the `{ACTION_TOOL}` tool")
+    elif space.is_mcp:
         text = MCP_SYSTEM_PROMPT
     else:
         required = space.action_schema.get("required") or []
@@ -30,17 +35,16 @@ def system_prompt(space: ActionSpace, hint: str = "") -> str:
     return f"{text}\n\n{hint}".strip() if hint else text
 
 
-def _observation(observation: dict[str, Any]) -> dict[str, Any]:
-    # done/reward are reported beside the observation; repeating them only adds noise.
-    return {k: v for k, v in observation.items() if k not in ("done", "reward")}
-
-
-def turn(observation: dict[str, Any], space: ActionSpace, reward: float | None = None) -> str:
-    parts = [f"Observation:\n{json.dumps(_observation(observation), ensure_ascii=False)}"]
+def turn(observation_text: str, space: ActionSpace, reward: float | None = None, *, schema: bool = True) -> str:
+    """One observation as the model reads it (its text rendered by `observations` or the
+    package's renderer); `schema=False` when the action is offered as tools (their
+    parameters already carry it)."""
+    parts = [f"Observation:\n{observation_text}"]
     if reward is not None:
         parts.append(f"Reward for your last action: {reward:g}")
-    label = "Tools" if space.is_mcp else "Action schema"
-    parts.append(f"{label}:\n{space.prompt_schema_json}")
+    if schema:
+        label = "Tools" if space.is_mcp else "Action schema"
+        parts.append(f"{label}:\n{space.prompt_schema_json}")
     return "\n\n".join(parts)
 
 

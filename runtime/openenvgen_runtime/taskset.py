@@ -6,6 +6,7 @@ model and its schema snapshot; every behaviour is here, shared and tested once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,15 +14,39 @@ from typing import Any, ClassVar
 import verifiers.v1 as vf
 from pydantic import BaseModel
 
-from openenvgen_runtime import episode
+from openenvgen_runtime import episode, tasks
 from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
+from openenvgen_runtime.drift import check_drift
+from openenvgen_runtime.extensions import NO_EXTENSION, Extension
+from openenvgen_runtime.observations import ObservationView
 from openenvgen_runtime.pool import Server, ServerPool
 from openenvgen_runtime.prompts import system_prompt
+from openenvgen_runtime.seat import require_in_process_seat
 
 
 class AdapterTask(vf.Task[AdapterData]):
-    pass
+    EXTENSION: ClassVar[Extension] = NO_EXTENSION
+    """The package's user-owned hooks (`<module>/custom.py`); a generated package sets it on
+    its own Task subclass, so a task rebuilt from wire data by verifiers keeps them."""
+
+    def hooks(self, attr: str) -> list[Any]:
+        """verifiers' merge of decorated and config-plugged scoring functions, with the
+        extension's `@vf.reward`/`@vf.metric` functions counted as decorated: a plugged
+        entry of the same name (`--env.taskset.task.rewards.NAME.weight`) still overrides."""
+        extra = self.EXTENSION.hooks(attr)
+        if not extra:
+            return super().hooks(attr)
+        from verifiers.v1.utils.decorators import discover_decorated
+        from verifiers.v1.utils.loaders import load_plugged_fn
+
+        plugged = {"metric": self.config.metrics, "reward": self.config.rewards}[attr]
+        merged = {fn.__name__: fn for fn in discover_decorated(self, attr)}
+        merged |= {fn.__name__: fn for fn in extra}
+        merged |= {
+            name: load_plugged_fn(name, spec, attr, decorated=merged.get(name)) for name, spec in plugged.items()
+        }
+        return sorted(merged.values(), key=lambda fn: (-getattr(fn, f"{attr}_priority", 0), fn.__name__))
 
 
 class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
@@ -38,6 +63,10 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     `--env.taskset.system-prompt FILE` still overrides it per run)."""
     SNAPSHOT: ClassVar[Path | None] = None
     """The schema snapshot the package was generated from."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._views: dict[str, ObservationView] = {}
 
     def action_space(self, server: Server) -> ActionSpace:
         """Validation uses the generated models; the model is shown the live schema. One
@@ -59,18 +88,48 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
 
     def load(self) -> Iterator[AdapterTask]:
         config: AdapterConfig = self.config
-        source = ", ".join(config.base_urls) or config.env
         snapshot_space = ActionSpace(
             action_model=self.ACTION_MODEL,
             action_schema=self.ACTION_MODEL.model_json_schema(),
             tool_arguments=dict(self.TOOL_ARGUMENTS) if self.IS_MCP else None,
+            tools=self._snapshot_tools(),
         )
-        prompt = self.SYSTEM_PROMPT or system_prompt(snapshot_space, self.ACTION_HINT)
-        for idx, reset in enumerate(config.resets):
-            yield AdapterTask(
-                AdapterData(name=f"{source}#{idx}", prompt=None, system_prompt=prompt, reset=reset),
+        as_tools = config.action_format == "tools"
+        task_type = self.task_type()
+        extension: Extension = getattr(task_type, "EXTENSION", NO_EXTENSION)
+        hint = self.ACTION_HINT if extension.action_hint is None else extension.action_hint
+        prompt = extension.system_prompt
+        if prompt is None:
+            prompt = self.SYSTEM_PROMPT or system_prompt(snapshot_space, hint, tools=as_tools)
+        action_tools = snapshot_space.function_tools if as_tools else None
+        # An explicit `--env.taskset.resets` beats the extension's task list.
+        resets = None if "resets" in config.model_fields_set else extension.task_resets(config)
+        for spec in tasks.load_specs(config, mcp=self.IS_MCP, resets=resets):
+            yield task_type(
+                AdapterData(
+                    name=spec.name, prompt=None, system_prompt=prompt, reset=spec.reset, action_tools=action_tools
+                ),
                 config.task,
             )
+
+    def observation_view(self, server: Server) -> ObservationView:
+        """How observations are rendered for the model; one per server (assets come from it)."""
+        view = self._views.get(server.url)
+        if view is None:
+            config: AdapterConfig = self.config
+            extension: Extension = getattr(self.task_type(), "EXTENSION", NO_EXTENSION)
+            view = self._views[server.url] = ObservationView(
+                hidden_fields=[*config.hidden_fields, *sorted(extension.hidden_fields)],
+                max_media_bytes=config.max_media_bytes,
+                asset_base_url=server.url,
+            )
+        return view
+
+    def _snapshot_tools(self) -> list[dict[str, Any]] | None:
+        """MCP envs: the tool list (names, descriptions) the package was generated from."""
+        if not self.IS_MCP or self.SNAPSHOT is None:
+            return None
+        return json.loads(self.SNAPSHOT.read_text("utf-8")).get("tools") or []
 
 
 class AdapterEnv(vf.Env[AdapterEnvConfig]):
@@ -85,7 +144,12 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
         return self.pool
 
     async def start(self) -> None:
-        await self._ensure_pool().start()
+        taskset: Any = self.taskset
+        if taskset.config.action_format == "tools":
+            require_in_process_seat(self.config.player.harness)
+        pool = self._ensure_pool()
+        await pool.start()
+        check_drift(pool.servers, taskset.SNAPSHOT, taskset.config.on_drift)
 
     async def stop(self) -> None:
         if self.pool is not None:
@@ -93,7 +157,4 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
             self.pool = None
 
     async def run(self, task: AdapterTask, agents: Any) -> None:
-        taskset: Any = self.taskset
-        await episode.play(
-            task, agents, self._ensure_pool(), taskset.action_space, taskset.config.max_invalid_actions
-        )
+        await episode.play(task, agents, self._ensure_pool(), self.taskset)

@@ -16,8 +16,10 @@ clients (the ``openai`` SDK, verifiers' harness) are deterministic:
 
 Every request body is recorded for assertions. Serve it with
 ``tests.support.servers.serve_app(model)``; point clients at ``f"{url}/v1"``.
-Replies are always plain assistant text (``finish_reason="stop"``): ``tools``
-in a request are recorded but never called.
+A reply is plain assistant text (``finish_reason="stop"``), or a
+:class:`ToolCalls` — one or more function calls, streamed as tool-call deltas
+the way OpenAI streams them (``finish_reason="tool_calls"``). ``tools`` in a
+request are recorded for assertions.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "Script",
     "ScriptLike",
     "ScriptedChatModel",
+    "ToolCalls",
     "conversation_key",
     "count_assistant_turns",
     "message_text",
@@ -50,7 +53,20 @@ __all__ = [
 DEFAULT_MODEL_ID = "scripted-model"
 
 Message = Mapping[str, Any]
-ReplyFn = Callable[[list[dict[str, Any]]], str]
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """A reply made of function calls: ``(name, arguments_json_text)`` pairs."""
+
+    calls: tuple[tuple[str, str], ...]
+
+    def __str__(self) -> str:
+        return json.dumps([{"name": n, "arguments": a} for n, a in self.calls])
+
+
+Reply = Union[str, ToolCalls]
+ReplyFn = Callable[[list[dict[str, Any]]], Reply]
 
 
 def message_text(content: Any) -> str:
@@ -93,14 +109,14 @@ def count_assistant_turns(messages: Sequence[Message]) -> int:
 class Script:
     """Replies played in order within each conversation."""
 
-    replies: list[str]
+    replies: list[Reply]
 
     def __post_init__(self) -> None:
         if not self.replies:
             raise ValueError("a Script needs at least one reply")
-        self.replies = [str(reply) for reply in self.replies]
+        self.replies = [r if isinstance(r, ToolCalls) else str(r) for r in self.replies]
 
-    def reply_for(self, messages: Sequence[Message]) -> str:
+    def reply_for(self, messages: Sequence[Message]) -> Reply:
         turn = count_assistant_turns(messages)
         return self.replies[min(turn, len(self.replies) - 1)]
 
@@ -127,7 +143,7 @@ def _approx_tokens(text: str) -> int:
 @dataclass
 class _Record:
     body: dict[str, Any]
-    reply: str | None = None
+    reply: Reply | None = None
     received_at: float = field(default_factory=time.time)
 
 
@@ -176,7 +192,7 @@ class ScriptedChatModel:
             return [record.body for record in self._records]
 
     @property
-    def replies(self) -> list[str | None]:
+    def replies(self) -> list[Reply | None]:
         """The reply sent for each entry of :attr:`requests` (None if rejected)."""
         with self._lock:
             return [record.reply for record in self._records]
@@ -201,7 +217,7 @@ class ScriptedChatModel:
         with self._lock:
             self._records.clear()
 
-    def choose_reply(self, messages: list[dict[str, Any]]) -> str:
+    def choose_reply(self, messages: list[dict[str, Any]]) -> Reply:
         key = conversation_key(messages)
         for needle, reply_fn in self._by_conversation:
             if needle in key:
@@ -256,7 +272,7 @@ class ScriptedChatModel:
             for m in messages
             if isinstance(m, Mapping)
         )
-        completion_tokens = _approx_tokens(reply)
+        completion_tokens = _approx_tokens(str(reply))
         usage = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -264,6 +280,8 @@ class ScriptedChatModel:
         }
 
         if not body.get("stream"):
+            if isinstance(reply, ToolCalls):
+                return _error(400, "tool-call replies are scripted for streaming requests only")
             return JSONResponse(
                 {
                     "id": completion_id,
@@ -296,7 +314,7 @@ class ScriptedChatModel:
         completion_id: str,
         created: int,
         model: str,
-        reply: str,
+        reply: Reply,
         usage: dict[str, int],
         include_usage: bool,
     ) -> AsyncIterator[str]:
@@ -320,10 +338,22 @@ class ScriptedChatModel:
         def delta(content: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
             return {"index": 0, "delta": content, "logprobs": None, "finish_reason": finish_reason}
 
-        yield chunk([delta({"role": "assistant", "content": ""})])
-        for start in range(0, len(reply), self._chunk_chars):
-            yield chunk([delta({"content": reply[start : start + self._chunk_chars]})])
-        yield chunk([delta({}, "stop")])
+        if isinstance(reply, ToolCalls):
+            # OpenAI's shape: the first delta of each call names it, later ones append
+            # to its arguments.
+            yield chunk([delta({"role": "assistant", "content": None})])
+            for index, (name, arguments) in enumerate(reply.calls):
+                call_id = f"call_{uuid.uuid4().hex[:12]}"
+                yield chunk([delta({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})])
+                for start in range(0, len(arguments), self._chunk_chars):
+                    piece = arguments[start : start + self._chunk_chars]
+                    yield chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})])
+            yield chunk([delta({}, "tool_calls")])
+        else:
+            yield chunk([delta({"role": "assistant", "content": ""})])
+            for start in range(0, len(reply), self._chunk_chars):
+                yield chunk([delta({"content": reply[start : start + self._chunk_chars]})])
+            yield chunk([delta({}, "stop")])
         if include_usage:
             yield chunk([], usage)
         yield "data: [DONE]\n\n"
