@@ -10,14 +10,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# The main job on the embedded default: generate the Wordle package into ./wordle-openenv.
+# The README's first steps on the embedded default: openenv-gen, the runtime (not on PyPI
+# yet) and uv (OpenEnv's UV provider runs envs with it) into .venv; ./wordle-openenv
+# generated and installed; a vf-eval dry run (resolves the installed taskset and its
+# config, runs nothing) to show that vf-eval finds it.
 demo: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt .
+	$(BIN)/pip install -q -c constraints.txt . ./schemas ./runtime uv
 	$(BIN)/openenv-gen wordle
+	$(BIN)/pip install -q -c constraints.txt ./wordle-openenv
+	mkdir -p build
+	$(BIN)/vf-eval wordle-openenv -m MODEL --no-push --dry-run --output-dir build/demo > build/demo.log 2>&1 \
+		|| { cat build/demo.log; exit 1; }
+	@echo "ready: . $(VENV)/bin/activate && vf-eval wordle-openenv -m MODEL --no-push"
 
-# Generator + runtime + every checked-in generated package, editable, with test extras.
+# Generator + schemas + runtime + every checked-in generated package, editable, with test extras.
 install: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e ./runtime -e ".[test]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ".[test]" $(foreach p,$(GENERATED),-e $(dir $(p)))
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
 test: install
@@ -30,9 +38,14 @@ test-fast: install
 check: install
 	$(BIN)/openenv-gen check
 
-# Rebuild the catalog's snapshots from the real captures.
+# Recapture every upstream env from a huggingface/OpenEnv checkout (each started as the UV
+# provider starts it) into the recordings the tests replay, and rebuild the catalog's
+# snapshots and source commit from them: `make catalog OPENENV=PATH [COMMIT=SHA]`
+# (COMMIT when PATH is an export, not a git checkout). Then regenerate the packages.
 catalog: install
-	$(BIN)/python -m openenvgen.corpus ../shared/corpus
+	@test -n "$(OPENENV)" || { echo "usage: make catalog OPENENV=PATH-TO-OPENENV-CHECKOUT [COMMIT=SHA]"; exit 64; }
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/recordings \
+		--catalog generator/openenvgen/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT))
 
 # Benchmarks P1..P5 (bench/run.py): writes bench/out/results.json and bench/out/results.md.
 # `make bench QUICK=1` is the short run (P4 at 16@4 only, P5 once each).

@@ -1,18 +1,20 @@
 """The checked-in packages for the official OpenEnv envs (generated/*), end to end.
 
-Per catalog env: the package is checked in, installed and loadable by verifiers; its
-README shows its action space, an example action and the `vf-eval` command; the example
-action is valid for the generated model and for the server's own model; the replay
-server (tests/support/replay_env.py, serving the recordings in tests/fixtures/recordings)
-has the captured schema, metadata and tools, so generating from it live yields the
-checked-in package; and one scripted
-episode, played by verifiers against that replay server, ends with `env_done` and the
-replayed rewards.
+Data-driven over the catalog (generator/openenvgen/data/catalog.toml): per env, the
+package is checked in, installed and loadable by verifiers; its README shows its action
+space, an example action and the `vf-eval` command; the example action is valid for the
+generated model and for the captured server schema; the replay server
+(tests/support/replay_env.py, serving the recordings `openenv-gen capture` wrote into
+tests/fixtures/recordings) has the captured schema, metadata and tools, so generating from
+it live yields the checked-in package; and one scripted episode, played by verifiers
+against that replay server, ends with `env_done` and the replayed rewards. The upstream
+envs that cannot run here are listed in the catalog's `[unavailable]` table with the
+reason, and a test reports each of them as skipped with that reason.
 
-The rollouts run in one process through verifiers' own eval runner, all seven at once:
+The rollouts run in one process through verifiers' own eval runner, a few at a time:
 `vf-eval @ eval.toml` parses the file into the same `EvalConfig` and calls the same
 `run_eval` (tests/test_rollout.py runs the command itself), so this is its rollout
-without seven interpreter start-ups.
+without one interpreter start-up per env.
 """
 
 from __future__ import annotations
@@ -23,58 +25,68 @@ import importlib
 import json
 import os
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from openenvgen import catalog
 from openenvgen.pipeline import resolve_spec
 from openenvgen.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvSpec
-from tests.conftest import CORPUS, ROOT
-from tests.support.replay_env import RECORDINGS, Recording, Replay, load_recording, make_replay_app, wire_action
+from tests.conftest import ROOT
+from tests.support.replay_env import (
+    RECORDINGS,
+    Recording,
+    Replay,
+    catalog_action,
+    load_recording,
+    make_replay_app,
+    server_action_class,
+    wire_action,
+)
 from tests.support.scripted_model import ScriptedChatModel, message_text
 from tests.support.servers import serve_app
 
-OFFICIAL = ("wordle", "echo", "connect4", "chess", "maze", "coding", "reasoning_gym")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One scripted episode: the recorded session it replays and the model's replies."""
-
-    episode: str
-    """Prefix of the recorded session's files ("" or "kwargs_")."""
-    replies: list[str]
-    """The recorded actions, in the reply forms a model writes (raw value, JSON, fenced)."""
+CATALOG = tuple(catalog.entries())
+CAPTURE_INDEX = json.loads((RECORDINGS / "capture.json").read_text("utf-8"))
+_RAW = tomllib.loads((ROOT / "generator/openenvgen/data/catalog.toml").read_text("utf-8"))
+UNAVAILABLE: dict[str, str] = _RAW["unavailable"]
+NO_EPISODE: dict[str, str] = {name: entry["no_episode"] for name, entry in _RAW["envs"].items() if "no_episode" in entry}
+"""Catalog envs whose episode cannot be played where they are captured, with the reason."""
+PLAYABLE = tuple(name for name in CATALOG if name not in NO_EPISODE)
+ROLLOUTS_AT_ONCE = 6
+"""Scripted episodes played concurrently: each runs verifiers' chat harness process."""
 
 
 def _fenced(value: Any, lang: str = "json") -> str:
     return f"```{lang}\n{json.dumps(value) if lang == 'json' else value}\n```"
 
 
-CASES = {
-    "wordle": Case("", ["[crane]", _fenced({"message": "[slate]"})]),
-    "echo": Case(
-        "",
-        [
-            json.dumps({"tool": "echo_message", "arguments": {"message": "hello corpus"}}),
-            _fenced({"tool": "echo_with_length", "arguments": {"message": "hello"}}),
-        ],
-    ),
-    "connect4": Case("", ['{"column": 3}']),
-    "chess": Case("", ["g8h6", _fenced({"move": "e2e5"})]),
-    "maze": Case("", ["3", '{"action": 1}']),
-    "coding": Case(
-        "",
-        [_fenced("x = 6 * 7\nprint(x)", "python"), json.dumps({"code": "print(x + 1)\nimport math\nprint(math.sqrt(16))"})],
-    ),
-    # The session recorded with reset kwargs (dataset, config, seed, size).
-    "reasoning_gym": Case("kwargs_", ["10"]),
+# Reply forms a model writes other than plain JSON, per env and step: the raw value of a
+# single-field action, fenced JSON, fenced code. Every other step is the action as JSON.
+REPLY_FORMS: dict[str, dict[int, Any]] = {
+    "wordle": {0: lambda a: a["message"], 1: _fenced},
+    "chess": {0: lambda a: a["move"], 1: _fenced},
+    "maze": {0: lambda a: str(a["action"])},
+    "coding": {0: lambda a: _fenced(a["code"], "python")},
+    "echo": {1: _fenced},
+    "connect4": {0: _fenced},
 }
+
+
+def replies_of(name: str, recording: Recording) -> list[str]:
+    """The scripted model's replies: the recorded actions, in the forms models write."""
+    forms = REPLY_FORMS.get(name, {})
+    replies = []
+    for i, step in enumerate(recording.steps):
+        action = catalog_action(recording, step.action)
+        replies.append(forms[i](action) if i in forms else json.dumps(action))
+    return replies
 
 
 def spec_of(name: str) -> EnvSpec:
@@ -86,7 +98,7 @@ def package_dir(name: str) -> Path:
 
 
 def recording_of(name: str) -> Recording:
-    return load_recording(catalog.lookup(name).corpus, episode=CASES[name].episode)
+    return load_recording(catalog.lookup(name).corpus)
 
 
 def taskset_of(name: str) -> Any:
@@ -97,14 +109,35 @@ def taskset_of(name: str) -> Any:
 
 
 def test_every_catalog_env_has_a_checked_in_package() -> None:
-    assert set(OFFICIAL) <= set(catalog.entries())
-    assert set(CASES) == set(OFFICIAL)
+    assert len(CATALOG) >= 25
     assert sorted(p.name for p in (ROOT / "generated").iterdir() if p.is_dir()) == sorted(
-        spec_of(name).package for name in catalog.entries()
+        spec_of(name).package for name in CATALOG
     )
 
 
-@pytest.mark.parametrize("name", OFFICIAL)
+def test_every_captured_upstream_env_is_in_the_catalog_or_listed_as_unavailable() -> None:
+    in_catalog = {entry.corpus for entry in catalog.entries().values()}
+    captured, failed = set(CAPTURE_INDEX["captured"]), set(CAPTURE_INDEX["failed"])
+    assert in_catalog <= captured
+    # What did not start, and what started but cannot make a package: each with its reason.
+    assert failed | (captured - in_catalog) == set(UNAVAILABLE)
+    assert not in_catalog & set(UNAVAILABLE)
+    # Every recorded env comes from the commit the catalog names.
+    source = tomllib.loads((ROOT / "generator/openenvgen/data/catalog.toml").read_text("utf-8"))["source"]
+    assert (source["repo"], source["commit"]) == (CAPTURE_INDEX["repo"], CAPTURE_INDEX["commit"])
+    for corpus in in_catalog:
+        recorded = json.loads((RECORDINGS / corpus / "source.json").read_text("utf-8"))
+        assert recorded["commit"] == source["commit"], corpus
+
+
+@pytest.mark.parametrize("env_dir", sorted(UNAVAILABLE))
+def test_unavailable_upstream_env(env_dir: str) -> None:
+    reason = UNAVAILABLE[env_dir]
+    assert reason and env_dir not in {entry.corpus for entry in catalog.entries().values()}
+    pytest.skip(f"upstream envs/{env_dir} cannot run here: {reason}")
+
+
+@pytest.mark.parametrize("name", CATALOG)
 def test_package_is_checked_in_and_installed(name: str) -> None:
     spec = spec_of(name)
     root = package_dir(name)
@@ -119,24 +152,24 @@ def test_package_is_checked_in_and_installed(name: str) -> None:
     assert config.resets == [dict(r) for r in spec.defaults.resets]
 
 
-@pytest.mark.parametrize("name", OFFICIAL)
+@pytest.mark.parametrize("name", CATALOG)
 def test_readme_explains_the_action_space(name: str) -> None:
     spec = spec_of(name)
     readme = (package_dir(name) / "README.md").read_text()
     assert f"vf-eval {spec.package} -m MODEL --no-push" in readme
     assert f"```json\n{json.dumps(spec.defaults.example_action, indent=2)}\n```" in readme
-    assert spec.defaults.action_hint and spec.defaults.action_hint in readme
+    # As Markdown shows it: angle brackets are escaped (DIPG's hint has <|channel|> tags).
+    hint = spec.defaults.action_hint
+    assert hint and hint.replace("<", "&lt;").replace(">", "&gt;") in readme
     names = [t.name for t in spec.tools or ()] or [p for p in spec.action_schema["properties"] if p != "metadata"]
     for item in names:
         assert f"| `{item}` |" in readme
 
 
-@pytest.mark.parametrize("name", OFFICIAL)
+@pytest.mark.parametrize("name", CATALOG)
 def test_example_action_is_valid_for_the_generated_and_the_server_model(name: str) -> None:
     from openenv.core.env_server.mcp_types import CallToolAction
     from openenvgen_runtime import ActionSpace
-
-    from tests.support.corpus_models import SERVER_ACTIONS
 
     spec = spec_of(name)
     taskset = taskset_of(name)
@@ -154,23 +187,41 @@ def test_example_action_is_valid_for_the_generated_and_the_server_model(name: st
     if spec.is_mcp:
         assert action == {"type": "call_tool", "tool_name": example["tool"], "arguments": example["arguments"]}
         CallToolAction.model_validate(action)
+        tool = next(t for t in spec.tools or () if t.name == example["tool"])
+        jsonschema.validate(example["arguments"], tool.input_schema)
     else:
         assert action == example
-        SERVER_ACTIONS[catalog.lookup(name).corpus].model_validate(action)
+        # The upstream server's model: its captured JSON schema.
+        server_action_class(recording_of(name)).model_validate(action)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
-def test_recordings_are_copies_of_the_corpus() -> None:
-    copied = sorted(p.relative_to(RECORDINGS) for p in RECORDINGS.rglob("*.*") if p.name != "README.md")
-    assert {p.parts[0] for p in copied} == {entry.corpus for entry in catalog.entries().values()}
-    for rel in copied:
-        assert (RECORDINGS / rel).read_bytes() == (CORPUS / rel).read_bytes(), rel
+def test_captured_episode_is_the_catalogs() -> None:
+    """The capture sent each env its catalog reset and episode (default: the example action)."""
+    assert len(PLAYABLE) >= 14
+    for name, entry in catalog.entries().items():
+        recording = recording_of(name)
+        if name in NO_EPISODE:
+            assert recording.steps == (), name
+            continue
+        assert recording.reset_kwargs == dict(entry.defaults.resets[0]), name
+        episode = _RAW["envs"][name].get("episode") or [entry.defaults.example_action]
+        assert [catalog_action(recording, s.action) for s in recording.steps] == episode, name
+
+
+@pytest.mark.parametrize("name", sorted(NO_EPISODE))
+def test_env_without_an_episode_here(name: str) -> None:
+    """Its package is made from the captured /schema; its episode is not played, and why."""
+    recording = recording_of(name)
+    assert catalog.lookup(name).capture().schema_["action"] == recording.schema["action"]
+    assert recording.steps == ()
+    pytest.skip(f"{name}: no scripted episode: {NO_EPISODE[name]}")
 
 
 def test_catalog_follows_upstream_conventions() -> None:
     for entry in catalog.entries().values():
         # The installed package's app: `uv run --project` does not cd into the env.
         assert entry.defaults.app == f"{entry.corpus}.server.app:app"
+        assert json.loads((RECORDINGS / entry.corpus / "source.json").read_text("utf-8"))["app"] == entry.defaults.app
         # Spaces are `openenv/<env dir>`; TextArena is published per game.
         expected = "openenv/wordle" if entry.corpus == "textarena_env" else f"openenv/{entry.corpus}"
         assert entry.env_id == expected
@@ -185,22 +236,28 @@ def test_catalog_follows_upstream_conventions() -> None:
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", OFFICIAL)
+@pytest.mark.parametrize("name", CATALOG)
 def test_replay_server_speaks_like_the_capture(name: str) -> None:
-    replay = make_replay_app(catalog.lookup(name).corpus, episode=CASES[name].episode)
+    replay = make_replay_app(catalog.lookup(name).corpus)
     recording = replay.recording
     with serve_app(replay.app, ready_path="/health") as url:
         schema = httpx.get(f"{url}/schema").json()
         assert schema["action"] == recording.schema["action"]
         assert schema["observation"] == recording.schema["observation"]
-        assert httpx.get(f"{url}/metadata").json() == recording.metadata
+        if recording.metadata is None:  # it failed where it was captured, as here
+            assert httpx.get(f"{url}/metadata").status_code == 500
+        else:
+            assert httpx.get(f"{url}/metadata").json() == recording.metadata
         if recording.is_mcp:
             request = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}
             tools = httpx.post(f"{url}/mcp", json=request).json()["result"]["tools"]
             assert [(t["name"], t["description"], t["input_schema"]) for t in tools] == [
                 (t["name"], t["description"], t["input_schema"]) for t in recording.tools or ()
             ]
-        live = resolve_spec(name, base_url=str(url))
+        if recording.metadata is None:  # generating needs /metadata: read the saved /schema
+            live = resolve_spec(name, schema_file=RECORDINGS / recording.corpus / "schema.json")
+        else:
+            live = resolve_spec(name, base_url=str(url))
     # Generating from the live replay server gives the checked-in package: the same spec,
     # the same code and README (the snapshot keeps the server's key order, which for tool
     # schemas depends on the FastMCP version).
@@ -212,11 +269,11 @@ def test_replay_server_speaks_like_the_capture(name: str) -> None:
             assert text == expected[path], path
 
 
-@pytest.mark.parametrize("name", OFFICIAL)
+@pytest.mark.parametrize("name", PLAYABLE)
 def test_replay_server_replays_the_recorded_session(name: str) -> None:
     from openenv import GenericEnvClient
 
-    replay = make_replay_app(catalog.lookup(name).corpus, episode=CASES[name].episode)
+    replay = make_replay_app(catalog.lookup(name).corpus)
     recording = replay.recording
 
     async def play(url: str) -> list[Any]:
@@ -231,15 +288,11 @@ def test_replay_server_replays_the_recorded_session(name: str) -> None:
 
     with serve_app(replay.app, ready_path="/health") as url:
         reset, *steps = asyncio.run(play(str(url)))
-    if not recording.is_mcp:  # MCP results come from the real tool run
-        assert reset.observation == recording.reset["observation"]
+    assert reset.observation == recording.reset["observation"]
     for i, result in enumerate(steps):
         recorded = recording.steps[i].reply
         assert (result.reward, result.done) == (recorded["reward"], recording.done_at(i))
-        if recording.is_mcp:
-            assert result.observation["result"]["data"] == recorded["observation"]["result"]["data"]
-        else:
-            assert result.observation == recorded["observation"]
+        assert result.observation == recorded["observation"]
     assert steps[-1].done
     assert replay.log.errors == []
     assert replay.log.resets == [recording.reset_kwargs]
@@ -249,6 +302,8 @@ def test_replay_server_refuses_an_action_that_was_not_recorded() -> None:
     from openenv import GenericEnvClient
 
     replay = make_replay_app("chess_env")
+    recorded = replay.recording.steps[0].action["move"]
+    assert recorded != "a2a4"
 
     async def play(url: str) -> None:
         client = GenericEnvClient(base_url=url)
@@ -260,7 +315,7 @@ def test_replay_server_refuses_an_action_that_was_not_recorded() -> None:
 
     with serve_app(replay.app, ready_path="/health") as url, pytest.raises(Exception, match="not the recorded"):
         asyncio.run(play(str(url)))
-    assert replay.log.errors == ["step 1: action {'move': 'a2a4'} is not the recorded {'move': 'g8h6'}"]
+    assert replay.log.errors == [f"step 1: action {{'move': 'a2a4'}} is not the recorded {{'move': '{recorded}'}}"]
 
 
 # ---------------------------------------------------------------------------
@@ -312,9 +367,9 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
         # verifiers' chat harness runs with uv, which must be the venv's (see pyproject).
         mp.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         configs = {}
-        for name in OFFICIAL:
-            replay = make_replay_app(catalog.lookup(name).corpus, episode=CASES[name].episode)
-            model = ScriptedChatModel(CASES[name].replies)
+        for name in PLAYABLE:
+            replay = make_replay_app(catalog.lookup(name).corpus)
+            model = ScriptedChatModel(replies_of(name, replay.recording))
             env_url = stack.enter_context(serve_app(replay.app, ready_path="/health"))
             model_url = stack.enter_context(serve_app(model))
             results[name] = Played(replay, model)
@@ -327,7 +382,13 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
             )
 
         async def run_all() -> list[Any]:
-            return await asyncio.gather(*(run_eval(c) for c in configs.values()), return_exceptions=True)
+            slots = asyncio.Semaphore(ROLLOUTS_AT_ONCE)
+
+            async def run_one(config: Any) -> Any:
+                async with slots:
+                    return await run_eval(config)
+
+            return await asyncio.gather(*(run_one(c) for c in configs.values()), return_exceptions=True)
 
         for name, outcome in zip(configs, asyncio.run(run_all())):
             if isinstance(outcome, BaseException):
@@ -338,7 +399,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
 
 
 @pytest.mark.rollout
-@pytest.mark.parametrize("name", OFFICIAL)
+@pytest.mark.parametrize("name", PLAYABLE)
 def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str, Played]) -> None:
     run = played[name]
     if run.error is not None:
@@ -351,23 +412,20 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
     assert trace.rewards["openenv_reward"].score == pytest.approx(recording.total_reward)
     assert trace.metrics["env_steps"] == len(recording.steps)
     assert trace.metrics["invalid_actions"] == 0
-    # The env got exactly the recorded reset and actions, each typed-validated on the way.
-    assert run.replay.log.resets == [recording.reset_kwargs]
-    action_cls = _server_action(recording)
+    # The env got exactly the recorded reset (seeded by the runtime: task 0 gets seed 0
+    # unless its kwargs set one) and actions, each typed-validated on the way.
+    assert run.replay.log.resets == [{"seed": 0, **recording.reset_kwargs}]
+    action_cls = server_action_class(recording)
     assert run.replay.log.actions == [wire_action(action_cls.model_validate(s.action)) for s in recording.steps]
-    # The model read each replayed observation: every field of it is in its user turn.
+    # The model read each replayed observation: every field of it is in its user turn,
+    # but the ones the runtime never shows (`metadata` may carry the answer).
+    from openenvgen_runtime.observations import ALWAYS_HIDDEN
+
     assert len(run.model.requests) == len(recording.steps)
     observations = [recording.reset["observation"], *(s.reply["observation"] for s in recording.steps)]
     for request, observation in zip(run.model.requests, observations):
         user = [m for m in request["messages"] if m["role"] == "user"][-1]
         text = message_text(user["content"])
         for key in observation:
-            assert f'"{key}"' in text, (key, text[:500])
+            assert (key in ALWAYS_HIDDEN) != (f'"{key}"' in text), (key, text[:500])
 
-
-def _server_action(recording: Recording) -> Any:
-    from openenv.core.env_server.mcp_types import CallToolAction
-
-    from tests.support.corpus_models import SERVER_ACTIONS
-
-    return CallToolAction if recording.is_mcp else SERVER_ACTIONS[recording.corpus]

@@ -300,6 +300,170 @@ def test_upstream_unreachable_exits_69(grid_pkg: Path) -> None:
     assert result.stderr.startswith("openenv-gen: error: ")
 
 
+# --- drift reports: what changed, and what is only another FastMCP's rendering ------------------
+
+# `echo_message` as echo_env's own uv.lock (FastMCP 3.1.1) lists it: the whole docstring as the
+# description and no argument description. The catalog captured it with FastMCP 3.4.11, which
+# sends the summary only and moves the `Args:` text into the argument's schema.
+FASTMCP_3_1_ECHO = {
+    "echo_message": (
+        "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\n"
+        "Returns:\n    The same message that was provided"
+    ),
+    "echo_with_length": (
+        "Echo back the message with its length.\n\nArgs:\n    message: The message to echo back\n\n"
+        "Returns:\n    Dictionary with the message and its length"
+    ),
+}
+
+
+def make_echo_app(descriptions: dict[str, str]):  # type: ignore[no-untyped-def]
+    """echo_env's two tools on a real OpenEnv MCP server, listed with the given descriptions
+    (registered explicitly, so the installed FastMCP renders them exactly as given)."""
+    import uuid
+
+    from fastmcp import FastMCP
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.mcp_environment import MCPEnvironment
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+    from openenv.core.env_server.types import Observation, State
+
+    # Named like upstream's class: /metadata reports the class name as the env's name.
+    class EchoEnvironment(MCPEnvironment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            mcp = FastMCP("echo_env")
+
+            @mcp.tool(description=descriptions["echo_message"])
+            def echo_message(message: str) -> str:
+                return message
+
+            @mcp.tool(description=descriptions["echo_with_length"])
+            def echo_with_length(message: str) -> dict:
+                return {"message": message, "length": len(message)}
+
+            super().__init__(mcp)
+            self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+        def reset(self, seed=None, episode_id=None, **kwargs):  # type: ignore[no-untyped-def]
+            return Observation(done=False, reward=0.0)
+
+        def _step_impl(self, action, timeout_s=None, **kwargs):  # type: ignore[no-untyped-def]
+            return Observation(done=False, reward=0.0)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    return create_app(EchoEnvironment, CallToolAction, CallToolObservation, env_name="echo_env")
+
+
+@pytest.fixture(scope="module")
+def echo_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The catalog's echo package (captured with FastMCP 3.4.11)."""
+    out = tmp_path_factory.mktemp("echo") / "echo-openenv"
+    result = gen("echo", "--out", str(out), "--no-scaffold")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_an_unchanged_echo_served_by_fastmcp_3_1_is_no_drift(echo_pkg: Path) -> None:
+    from tests.support.servers import serve_app
+
+    with serve_app(make_echo_app(FASTMCP_3_1_ECHO), ready_path="/health") as url:
+        # The server really lists the 3.1 rendering (the docstring sections, no argument text).
+        listed = {t["name"]: t for t in sources.from_server(str(url)).tools or ()}
+        assert "Args:" in listed["echo_message"]["description"]
+        arguments = listed["echo_message"].get("inputSchema") or listed["echo_message"]["input_schema"]
+        assert "description" not in arguments["properties"]["message"]
+        result = check(str(echo_pkg), "--upstream", "--base-url", str(url))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{echo_pkg}: no upstream drift ({url})" in result.stdout
+
+
+def test_a_changed_description_is_reported_old_to_new(echo_pkg: Path) -> None:
+    from tests.support.servers import serve_app
+
+    changed = {
+        **FASTMCP_3_1_ECHO,
+        "echo_message": FASTMCP_3_1_ECHO["echo_message"].replace("the provided message", "the given text"),
+    }
+    with serve_app(make_echo_app(changed), ready_path="/health") as url:
+        result = check(str(echo_pkg), "--upstream", "--base-url", str(url))
+        as_json = check(str(echo_pkg), "--upstream", "--base-url", str(url), "--json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    drift_lines = result.stdout.split("upstream drift", 1)[1].splitlines()[1:]
+    assert drift_lines == [
+        '  patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."'
+    ]
+    assert as_json.returncode == 2
+    (package,) = json.loads(as_json.stdout)["packages"]
+    assert package["upstream"] == {
+        "source": str(url), "drift": True, "impact": "patch", "version": "0.1.0", "next_version": "0.1.1",
+        "warnings": [], "notes": [], "error": None,
+        "changes": [{
+            "impact": "patch", "path": "tools.echo_message",
+            "what": 'description changed: "Echo back the provided message." → "Echo back the given text."',
+            "old": "Echo back the provided message.", "new": "Echo back the given text.", "warning": False,
+        }],
+    }
+
+
+def test_another_environment_is_major_and_says_so(tmp_path: Path) -> None:
+    from openenvgen import catalog
+
+    connect4 = tmp_path / "connect4-openenv"
+    assert gen("connect4", "--out", str(connect4), "--no-scaffold").returncode == 0
+    chess = catalog.lookup("chess").capture().model_dump(by_alias=True, mode="json")
+    (tmp_path / "chess.json").write_text(json.dumps(chess))
+    result = check(str(connect4), "--upstream", "--schema-file", str(tmp_path / "chess.json"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{connect4}: upstream drift (major; regen would make 0.1.0 → 1.0.0)" in result.stdout
+    warning = f'{connect4}: warning: metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)'
+    assert warning in result.stdout.splitlines()
+    assert '  major  metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)' in result.stdout
+    # Descriptions show both texts, shortened.
+    description = next(line for line in result.stdout.splitlines() if "patch  action: description changed" in line)
+    assert '"Action for Connect4 environment.' in description and '→ "Action for Chess environment.' in description
+    assert len(description) < 220
+
+
+# --- --json -----------------------------------------------------------------------------------
+
+
+def test_json_up_to_date_and_stale(pkg: Path) -> None:
+    result = check(str(pkg), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "exit_code": 0,
+        "packages": [{"path": str(pkg), "up_to_date": True, "files": [], "upstream": None}],
+    }
+    (pkg / "wordle_openenv" / "models.py").write_text("# edited\n")
+    (pkg / "wordle_openenv" / "py.typed").unlink()
+    result = check(str(pkg), "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == 1
+    (package,) = report["packages"]
+    assert package["up_to_date"] is False and package["upstream"] is None
+    files = {f["path"]: f for f in package["files"]}
+    assert files["wordle_openenv/models.py"]["kind"] == "edited"
+    assert files["wordle_openenv/models.py"]["diff"].startswith("--- a/wordle_openenv/models.py")
+    assert files["wordle_openenv/py.typed"]["kind"] == "missing"
+    assert all(set(f) == {"path", "kind", "note", "diff"} for f in package["files"])
+
+
+def test_json_without_drift(grid_pkg: Path, grid_server: str) -> None:
+    result = check(str(grid_pkg), "--upstream", "--base-url", grid_server, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (package,) = json.loads(result.stdout)["packages"]
+    assert package["upstream"] == {
+        "source": grid_server, "drift": False, "impact": None, "version": "0.1.0", "next_version": "0.1.0",
+        "warnings": [], "changes": [], "notes": [], "error": None,
+    }
+
+
 # --- README markers (pure) ------------------------------------------------------------------
 
 

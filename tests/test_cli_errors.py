@@ -39,8 +39,12 @@ def test_every_broken_spec_has_an_expectation() -> None:
 
 
 def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
+    from openenvgen import catalog
+
     result = gen("wordel", cwd=tmp_path)
-    _one_line_error(result, 64, "unknown env 'wordel'; known: chess, coding, connect4, echo, maze, reasoning_gym, wordle")
+    known = sorted(catalog.entries())
+    assert {"chess", "coding", "connect4", "echo", "maze", "reasoning_gym", "wordle"} <= set(known)
+    _one_line_error(result, 64, f"unknown env 'wordel'; known: {', '.join(known)}")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -131,3 +135,58 @@ def test_package_directory_gets_the_usual_mode(tmp_path: Path) -> None:
     os.umask(umask)
     assert gen("wordle", "--out", str(tmp_path / "p")).returncode == 0
     assert stat.S_IMODE((tmp_path / "p").stat().st_mode) == 0o777 & ~umask
+
+
+# --- help text and what `openenv-gen NAME` prints ----------------------------------------------
+
+COMMANDS = ("generate", "list", "check", "regen", "publish", "capture")
+
+
+def _help(*args: str, columns: int) -> str:
+    result = gen(*args, "--help", env={"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("command", [(), *((c,) for c in COMMANDS)], ids=["openenv-gen", *COMMANDS])
+def test_help_shows_no_python_type_labels(command: tuple[str, ...]) -> None:
+    text = _help(*command, columns=120)
+    for label in ("<bool>", "<str>", "<path>", "<float", "<list[", "<int>"):
+        assert label not in text, (label, text)
+
+
+def test_help_names_option_values() -> None:
+    text = _help("check", columns=120)
+    assert "[NAME=]URL" in text and "[NAME=]FILE" in text and "SECONDS" in text
+    generate = _help("generate", columns=120)
+    for metavar in ("URL", "FILE", "DIR", "ENV_ID", "DIST", "MODULE:ATTR"):
+        assert f" {metavar} " in generate, metavar
+    assert "./<package>" in generate  # placeholders survive the Markdown rendering
+
+
+def test_help_reflows_docstrings_to_the_terminal() -> None:
+    # Wide: each command's summary is one line, whatever its docstring's line breaks.
+    wide = _help(columns=250)
+    check_line = next(line for line in wide.splitlines() if " check " in line)
+    assert "exit 1 with diffs if a generated file is stale" in check_line
+    assert "entry. User-owned files are kept" in next(line for line in wide.splitlines() if " regen " in line)
+    # Narrow: wrapped to the width, never past it.
+    for command in ((), ("check",), ("generate",)):
+        assert max(len(line) for line in _help(*command, columns=70).splitlines()) <= 70
+
+
+def test_generate_ends_with_the_next_two_commands(tmp_path: Path) -> None:
+    result = gen("wordle", "--no-scaffold", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    # openenvgen-runtime is installed here, so the install needs only the package.
+    assert result.stdout.splitlines() == [
+        "wrote wordle-openenv",
+        "next: install it, then evaluate a model on it:",
+        "  pip install ./wordle-openenv",
+        "  vf-eval wordle-openenv -m MODEL --no-push",
+    ]
+    elsewhere = gen("echo", "--no-scaffold", "--out", str(tmp_path / "my pkgs" / "echo"), cwd=tmp_path)
+    assert elsewhere.stdout.splitlines()[-2:] == [
+        f"  pip install '{tmp_path / 'my pkgs' / 'echo'}'",
+        "  vf-eval echo-openenv -m MODEL --no-push",
+    ]

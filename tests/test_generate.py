@@ -15,7 +15,8 @@ from openenvgen.corpus import snapshot_text
 from openenvgen.checking import diff_package
 from openenvgen.pipeline import resolve_spec
 from openenvgen.render import LOCK_FILE, render_package, sha256_text
-from tests.conftest import CORPUS, ROOT
+from tests.conftest import ROOT
+from tests.support.replay_env import RECORDINGS
 
 OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
 GENERATED = sorted(p for p in (ROOT / "generated").iterdir() if p.is_dir())
@@ -84,11 +85,11 @@ def test_every_file_has_the_header_and_the_lock_matches(name: str) -> None:
     assert lock["schema_sha256"] == resolve_spec(name).schema_sha256
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present")
 @pytest.mark.parametrize("entry", list(catalog.entries().values()), ids=lambda e: e.name)
-def test_catalog_snapshots_are_made_from_the_corpus(entry: catalog.CatalogEntry) -> None:
+def test_catalog_snapshots_are_made_from_the_captures(entry: catalog.CatalogEntry) -> None:
+    # `openenv-gen capture` recorded them into tests/fixtures/recordings (`make catalog`).
     snapshot = ROOT / "generator" / "openenvgen" / "data" / "snapshots" / f"{entry.name}.json"
-    assert snapshot.read_text() == snapshot_text(CORPUS / entry.corpus)
+    assert snapshot.read_text() == snapshot_text(RECORDINGS / entry.corpus)
 
 
 def test_live_server_package_installs_imports_and_loads(grid_server: str, tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,8 @@ from openenvgen.pipeline import catalog_rows
 
 OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
 
-# name → (env id, action kind, fields or tools) as `list` must show them.
+# name → (env id, action kind, fields or tools) as `list` must show them, for the first
+# catalog envs (the catalog grows; every entry is checked against its snapshot below).
 EXPECTED = {
     "wordle": ("openenv/wordle", "typed", "message: string"),
     "echo": ("openenv/echo_env", "MCP", "echo_message(message), echo_with_length(message)"),
@@ -40,7 +43,8 @@ def test_list_shows_every_catalog_env_with_its_action_space() -> None:
     for line in lines:
         name, env_id, kind, detail = line.split(maxsplit=3)
         shown[name] = (env_id, kind, detail)
-    assert shown == EXPECTED
+    assert {name: shown[name] for name in EXPECTED} == EXPECTED
+    assert shown == {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
     # Catalog order, one line each.
     assert [line.split()[0] for line in lines] == list(catalog.entries())
 
@@ -49,14 +53,14 @@ def test_list_is_plain_aligned_text_that_never_wraps() -> None:
     # A narrow terminal must not wrap or truncate it: scripts grep it.
     lines = _list()
     assert all(line == line.rstrip() for line in lines)
-    starts = {line.index(EXPECTED[line.split()[0]][0]) for line in lines[1:]}
+    starts = {line.index(line.split()[1]) for line in lines[1:]}
     assert starts == {lines[0].index("env id")}
     assert max(len(line) for line in lines) > 40
 
 
 def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
     rows = {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
-    assert rows == EXPECTED
+    assert {name: rows[name] for name in EXPECTED} == EXPECTED
     # Every field the list names is a property of the snapshot's action schema.
     for name, (_, kind, detail) in rows.items():
         capture = catalog.lookup(name).capture()
@@ -64,7 +68,7 @@ def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
         if kind == "typed":
             assert {field.split(":")[0].rstrip("?") for field in detail.split(", ")} == set(props) - {"metadata"}
         else:
-            assert {tool["name"] for tool in capture.tools or ()} == {t.split("(")[0] for t in detail.split(", ")}
+            assert {tool["name"] for tool in capture.tools or ()} == set(re.findall(r"(\w+)\(", detail))
 
 
 def test_optional_fields_and_types_are_shown() -> None:
@@ -83,3 +87,39 @@ def test_optional_fields_and_types_are_shown() -> None:
     }
     assert pipeline._fields(schema, typed=True) == "direction: enum, steps?: integer, note?: string|null, target: Target"
     assert pipeline._fields(schema, typed=False) == "metadata?, direction, steps?, note?, target"
+
+
+def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
+    result = subprocess.run([OPENENV_GEN, "list", "--json"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert list(document) == ["envs"]
+    envs = document["envs"]
+    assert [env["name"] for env in envs] == list(catalog.entries())
+    for env in envs:
+        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools"]
+        assert env["package"] == f"{env['name'].replace('_', '-')}-openenv"
+    by_name = {env["name"]: env for env in envs}
+    assert by_name["wordle"] == {
+        "name": "wordle", "env_id": "openenv/wordle", "package": "wordle-openenv", "action": "typed",
+        "fields": [{"name": "message", "type": "string", "required": True}], "tools": None,
+    }
+    echo = by_name["echo"]
+    assert (echo["action"], echo["fields"]) == ("mcp", None)
+    assert [t["name"] for t in echo["tools"]] == ["echo_message", "echo_with_length"]
+    assert echo["tools"][0] == {
+        "name": "echo_message",
+        "description": "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\nReturns:\n    The same message that was provided",
+        "arguments": [{"name": "message", "type": "string", "required": True}],
+    }
+    # The same facts as the columns.
+    for name, env_id, kind, detail in catalog_rows():
+        env = by_name[name]
+        assert (env["env_id"], env["action"]) == (env_id, kind.lower())
+        if kind == "typed":
+            shown = ", ".join(f"{f['name']}{'' if f['required'] else '?'}: {f['type']}" for f in env["fields"])
+        else:
+            shown = ", ".join(
+                f"{t['name']}({', '.join(a['name'] + ('' if a['required'] else '?') for a in t['arguments'])})" for t in env["tools"]
+            )
+        assert shown == detail

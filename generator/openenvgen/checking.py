@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -217,6 +218,10 @@ class Difference:
     diff: str = ""
     note: str = ""
 
+    def as_json(self) -> dict[str, str]:
+        """Stable keys: path, kind, note, diff (a unified diff; "" when there is none)."""
+        return {"path": self.path, "kind": self.kind, "note": self.note, "diff": self.diff}
+
 
 def expected_text(rel: str, rendered: str, disk: str | None) -> str:
     """What a write would leave at `rel`: the rendered text, or for a marked file the disk
@@ -275,6 +280,29 @@ def diff_package(root: Path) -> list[Difference]:
             note = "no longer generated" if rel in locked else f"carries the generated header but is not in {LOCK_FILE}"
             out.append(Difference(rel, "extra", unified(rel, actual, ""), note))
     return out
+
+
+def check_json(roots: list[Path], drifts: Iterable[Any] | None = None) -> dict[str, Any]:
+    """`check --json`: one document for every package, its files and its upstream comparison.
+
+    Stable keys (README, "check --json"): `exit_code`, and `packages`, a list of
+    `{path, up_to_date, files: [{path, kind, note, diff}], upstream}` where `upstream` is
+    null without `--upstream`, else `regen.Drift.as_json()` (`drifts` are `regen.Drift`s).
+    """
+    by_root = {d.root: d for d in drifts or ()}
+    packages = []
+    for root in roots:
+        differences = diff_package(root)
+        drift = by_root.get(root)
+        packages.append({
+            "path": str(root),
+            "up_to_date": not differences,
+            "files": [d.as_json() for d in differences],
+            "upstream": drift.as_json() if drift is not None else None,
+        })
+    drifted = any(d.drifted for d in by_root.values())
+    stale = any(not p["up_to_date"] for p in packages)
+    return {"exit_code": 2 if drifted else 1 if stale else 0, "packages": packages}
 
 
 def check_packages(roots: list[Path], *, echo=print) -> bool:  # type: ignore[no-untyped-def]

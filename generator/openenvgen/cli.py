@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 # typer 0.29 raises its vendored click's exceptions (missing argument, bad value), which
 # are not `click.ClickException`s.
@@ -25,11 +25,31 @@ except ImportError:  # older typer uses click itself
 from openenvgen import __version__
 from openenvgen.errors import GenError, UsageError
 
-SUBCOMMANDS = ("generate", "check", "list", "regen", "publish")
+SUBCOMMANDS = ("generate", "check", "list", "regen", "publish", "capture")
+
+
+def _without_type_labels(params: list) -> list:  # type: ignore[type-arg]
+    """Flags take no value, so help shows no `<bool>` beside them (typer labels every option
+    with its Python type unless it has a metavar; valued options get a real one, e.g. URL)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+        elif param.param_type_name == "argument" and param.metavar is not None:
+            # An argument's metavar names it already; no `<str>`/`<list[Path]>` beside it.
+            param.display_type_rich = lambda ctx: None
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: click.Context) -> list:  # type: ignore[type-arg]
+        return _without_type_labels(super().get_params(ctx))
 
 
 class _GenerateByDefault(TyperGroup):
     """`openenv-gen wordle` means `openenv-gen generate wordle`."""
+
+    def get_params(self, ctx: click.Context) -> list:  # type: ignore[type-arg]
+        return _without_type_labels(super().get_params(ctx))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
@@ -42,6 +62,9 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Markdown: a docstring's paragraphs are reflowed to the terminal's width (single line
+    # breaks join), so source line breaks never show up as ragged help text.
+    rich_markup_mode="markdown",
     help="Generate typed verifiers (V1) adapter packages from OpenEnv environments.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -62,16 +85,16 @@ def _root(
     pass
 
 
-@app.command()
+@app.command(cls=_Command)
 def generate(
-    name: Annotated[str, typer.Argument(help="Env short name: a catalog entry (see `list`), or any name with --base-url/--schema-file.")],
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="Read the schema from this live OpenEnv server.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
-    schema_file: Annotated[Optional[Path], typer.Option("--schema-file", help="Read the schema from a saved /schema reply or capture.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Package directory (default: ./<package>).")] = None,
-    env_id: Annotated[Optional[str], typer.Option("--env-id", help="OpenEnv env id the package launches (default: the catalog's, else openenv/<name>).")] = None,
-    package: Annotated[Optional[str], typer.Option("--package", help="Distribution name (default: <name>-openenv).")] = None,
-    app_path: Annotated[Optional[str], typer.Option("--app", help="ASGI app the UV provider serves, e.g. my_env.server.app:app.")] = None,
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Env short name: a catalog entry (see `list`), or any name with --base-url/--schema-file.")],
+    base_url: Annotated[Optional[str], typer.Option("--base-url", metavar="URL", help="Read the schema from this live OpenEnv server.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
+    schema_file: Annotated[Optional[Path], typer.Option("--schema-file", metavar="FILE", help="Read the schema from a saved /schema reply or capture.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Package directory (default: `./<package>`).")] = None,
+    env_id: Annotated[Optional[str], typer.Option("--env-id", metavar="ENV_ID", help="OpenEnv env id the package launches (default: the catalog's, else `openenv/<name>`).")] = None,
+    package: Annotated[Optional[str], typer.Option("--package", metavar="DIST", help="Distribution name (default: `<name>-openenv`).")] = None,
+    app_path: Annotated[Optional[str], typer.Option("--app", metavar="MODULE:ATTR", help="ASGI app the UV provider serves, e.g. my_env.server.app:app.")] = None,
     no_scaffold: Annotated[bool, typer.Option("--no-scaffold", help="Do not scaffold the user-owned files (CHANGELOG.md, tests/) of a new package.")] = False,
 ) -> None:
     """Generate a package from the catalog, a live server or a schema file."""
@@ -81,13 +104,22 @@ def generate(
         name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
         scaffold=not no_scaffold,
     )
+    from openenvgen.pipeline import next_steps
+
     typer.echo(f"wrote {written}")
+    typer.echo(next_steps(written))
 
 
-@app.command("list")
-def list_envs() -> None:
+@app.command("list", cls=_Command)
+def list_envs(
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the README) instead of columns.")] = False,
+) -> None:
     """Show the embedded catalog: name, env id, action kind (MCP or typed), fields or tools."""
-    from openenvgen.pipeline import catalog_rows
+    from openenvgen.pipeline import catalog_json, catalog_rows
+
+    if json_output:
+        typer.echo(_json(catalog_json()))
+        return
 
     # Plain aligned columns: never wrapped or truncated, no trailing blanks, greppable.
     rows = [("name", "env id", "action", "fields / tools"), *catalog_rows()]
@@ -100,13 +132,14 @@ _UPSTREAM_URL_HELP = "The env's live server, for one package; NAME=URL for each 
 _UPSTREAM_FILE_HELP = "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
 
 
-@app.command()
+@app.command(cls=_Command)
 def check(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Packages, or files/directories inside them (default: every package under .).")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="PATH", help="Packages, or files/directories inside them (default: every package under .).")] = None,
     upstream: Annotated[bool, typer.Option("--upstream", help="Also compare each package with its environment's live schema; exit 2 on drift.")] = False,
-    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help=_UPSTREAM_URL_HELP)] = None,
-    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", help=_UPSTREAM_FILE_HELP)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
+    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)] = None,
+    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the README) instead of text; same exit codes.")] = False,
 ) -> None:
     """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
     with diffs if a generated file is stale, missing, extra or edited by hand. With
@@ -121,6 +154,13 @@ def check(
         from openenvgen.regen import upstream_sources
 
         upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout)
+    if json_output:
+        from openenvgen.checking import check_json
+        from openenvgen.regen import compare_upstream
+
+        report = check_json(roots, compare_upstream(roots, upstreams) if upstreams is not None else None)
+        typer.echo(_json(report))
+        raise typer.Exit(report["exit_code"])
     stale = check_packages(roots, echo=typer.echo)
     drift = False
     if upstreams is not None:
@@ -130,14 +170,14 @@ def check(
     raise typer.Exit(2 if drift else 1 if stale else 0)
 
 
-@app.command()
+@app.command(cls=_Command)
 def regen(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Generated package directories.")] = None,
+    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="PATH", help="Generated package directories.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every package under the current directory.")] = False,
     from_upstream: Annotated[bool, typer.Option("--from-upstream", help="Take the schema from the environment (--base-url or --schema-file), not the snapshot.")] = False,
-    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", help=_UPSTREAM_URL_HELP)] = None,
-    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", help=_UPSTREAM_FILE_HELP)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds each request to --base-url may take.")] = 10.0,
+    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)] = None,
+    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
 ) -> None:
     """Regenerate packages; bump each version by the impact of its model changes
     (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept."""
@@ -159,14 +199,14 @@ def regen(
             typer.echo(f"  {line}")
 
 
-@app.command()
+@app.command(cls=_Command)
 def publish(
-    paths: Annotated[list[Path], typer.Argument(help="Generated package directories and/or runtime/.")],
-    repository_url: Annotated[Optional[str], typer.Option("--repository-url", help="Upload endpoint (default: $TWINE_REPOSITORY_URL, else PyPI).")] = None,
-    repository: Annotated[Optional[str], typer.Option("--repository", "-r", help="A ~/.pypirc section to upload to, with its credentials.")] = None,
-    index_url: Annotated[Optional[str], typer.Option("--index-url", help="Simple API listing what is already published (default: derived from the upload URL).")] = None,
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Generated package directories and/or `runtime/`.")],
+    repository_url: Annotated[Optional[str], typer.Option("--repository-url", metavar="URL", help="Upload endpoint (default: $TWINE_REPOSITORY_URL, else PyPI).")] = None,
+    repository: Annotated[Optional[str], typer.Option("--repository", "-r", metavar="NAME", help="A ~/.pypirc section to upload to, with its credentials.")] = None,
+    index_url: Annotated[Optional[str], typer.Option("--index-url", metavar="URL", help="Simple API listing what is already published (default: derived from the upload URL).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check, build and list; upload nothing.")] = False,
-    dist_dir: Annotated[Optional[Path], typer.Option("--dist-dir", help="Also keep the built sdists and wheels here.")] = None,
+    dist_dir: Annotated[Optional[Path], typer.Option("--dist-dir", metavar="DIR", help="Also keep the built sdists and wheels here.")] = None,
     no_build_isolation: Annotated[bool, typer.Option("--no-build-isolation", help="Build with this environment's hatchling (offline).")] = False,
 ) -> None:
     """Check, build (sdist + wheel), `twine check` and upload packages; files already on the index are skipped."""
@@ -176,6 +216,35 @@ def publish(
         paths, repository_url=repository_url, repository=repository, index_url=index_url,
         dry_run=dry_run, dist_dir=dist_dir, build_isolation=not no_build_isolation, echo=typer.echo,
     )
+
+
+@app.command(cls=_Command)
+def capture(
+    checkout: Annotated[Path, typer.Argument(metavar="CHECKOUT", help="A local checkout of huggingface/OpenEnv.")],
+    only: Annotated[Optional[list[str]], typer.Option("--only", metavar="ENV_DIR", help="Capture only this env folder (e.g. echo_env). Repeatable.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where the recordings go, one folder per env.")] = Path("openenv-captures"),
+    commit: Annotated[Optional[str], typer.Option("--commit", metavar="SHA", help="The checkout's commit, when it is not a git checkout.")] = None,
+    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog", metavar="DIR", help="Also rewrite this catalog's snapshots and source commit (a data/ folder with catalog.toml).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=1.0, metavar="SECONDS", help="Seconds each env may take to start (its first start installs its dependencies).")] = 900.0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Envs captured at once.")] = 1,
+) -> None:
+    """Start each env of an OpenEnv checkout as the UV provider does (its own uv.lock) and
+    record /health, /metadata, /schema, its MCP tools, a reset and the catalog's episode.
+    Envs that fail are listed with their reason in capture.json; exit 1 if one named
+    with --only failed, or if none could be captured."""
+    from openenvgen.capture import check_captured, run_capture
+
+    index = run_capture(checkout, out=out, only=only, commit=commit, timeout=timeout, catalog_dir=catalog_dir, jobs=jobs, echo=typer.echo)
+    typer.echo(f"captured {len(index['captured'])}, failed {len(index['failed'])} (commit {index['commit'][:12]}): see {out / 'capture.json'}")
+    if any(name in index["failed"] for name in only or ()):
+        raise typer.Exit(1)
+    check_captured(index)
+
+
+def _json(document: object) -> str:
+    import json
+
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def main() -> None:

@@ -1,22 +1,29 @@
 """Make the catalog's snapshots from real captures: `python -m openenvgen.corpus DIR`.
 
 DIR holds one folder per env (`schema.json`, `metadata.json`, and for MCP envs
-`mcp_tools_list.json` or `tools.json`), as recorded from upstream servers.
+`mcp_tools_list.json` or `tools.json`), as `openenv-gen capture` records them from
+upstream servers. Every catalog entry's snapshot (`data/snapshots/<name>.json`) is
+rewritten from its `corpus` folder; when DIR has the capture index (`capture.json`), the
+upstream commit it was captured from is written into `data/catalog.toml`'s `[source]`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from openenvgen.catalog import entries
+DATA = Path(__file__).parent / "data"
 
 
 def capture_from_corpus(folder: Path) -> dict[str, Any]:
     schema = json.loads((folder / "schema.json").read_text("utf-8"))
-    metadata = json.loads((folder / "metadata.json").read_text("utf-8"))
+    # No metadata.json: the env's /metadata failed here (see its source.json).
+    metadata_file = folder / "metadata.json"
+    metadata = json.loads(metadata_file.read_text("utf-8")) if metadata_file.is_file() else {}
     tools = None
     if (folder / "mcp_tools_list.json").exists():
         tools = json.loads((folder / "mcp_tools_list.json").read_text("utf-8"))["result"]["tools"]
@@ -34,14 +41,50 @@ def snapshot_text(folder: Path) -> str:
     return json.dumps(capture_from_corpus(folder), indent=2, ensure_ascii=False) + "\n"
 
 
+_SOURCE_TABLE = re.compile(r"^\[source\]\n(?:[^\[\n].*\n|\n)*?(?=^\[|\Z)", re.MULTILINE)
+
+
+def with_source(catalog_text: str, repo: str, commit: str) -> str:
+    """`catalog.toml` with its `[source]` table saying where the snapshots come from."""
+    table = f'[source]\nrepo = "{repo}"\ncommit = "{commit}"\n\n'
+    if _SOURCE_TABLE.search(catalog_text):
+        return _SOURCE_TABLE.sub(lambda _: table, catalog_text, count=1)
+    first_env = catalog_text.index("[envs.")
+    return catalog_text[:first_env] + table + catalog_text[first_env:]
+
+
+def write_catalog(corpus: Path, data: Path = DATA, *, echo: Callable[[str], None] = print) -> None:
+    """Rewrite `data`'s snapshots (and its source commit) from the captures in `corpus`."""
+    catalog_toml = data / "catalog.toml"
+    text = catalog_toml.read_text("utf-8")
+    raw = tomllib.loads(text)
+    out = data / "snapshots"
+    out.mkdir(parents=True, exist_ok=True)
+    missing = []
+    for name, entry in raw["envs"].items():
+        folder = corpus / entry["corpus"]
+        if not (folder / "schema.json").is_file():
+            missing.append(f"{name} ({folder})")
+            continue
+        (out / f"{name}.json").write_text(snapshot_text(folder), "utf-8")
+        echo(f"{name}: {folder}")
+    index = corpus / "capture.json"
+    if index.is_file():
+        captured = json.loads(index.read_text("utf-8"))
+        if captured.get("commit"):
+            updated = with_source(text, captured["repo"], captured["commit"])
+            if updated != text:
+                catalog_toml.write_text(updated, "utf-8")
+    if missing:
+        echo(f"kept the old snapshots of envs with no capture in {corpus}: {', '.join(missing)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    corpus = Path(args[0] if args else "../shared/corpus")
-    out = Path(__file__).parent / "data" / "snapshots"
-    out.mkdir(parents=True, exist_ok=True)
-    for entry in entries().values():
-        (out / f"{entry.name}.json").write_text(snapshot_text(corpus / entry.corpus), "utf-8")
-        print(f"{entry.name}: {corpus / entry.corpus}")
+    if len(args) != 1:
+        print("usage: python -m openenvgen.corpus CAPTURES_DIR", file=sys.stderr)
+        return 64
+    write_catalog(Path(args[0]))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from openenvgen import catalog, sources
@@ -69,6 +70,83 @@ def generate_package(name: str, *, out: Path | None = None, scaffold: bool = Tru
         hook = scaffold_hook(spec)
     write_tree(render_package(spec), target, scaffold=hook)
     return target
+
+
+RUNTIME_DISTRIBUTION = "openenvgen-runtime"
+
+
+def next_steps(target: Path) -> str:
+    """The two commands that take a freshly generated package to a run: install, vf-eval.
+
+    `openenvgen-runtime` is not on PyPI yet, so the install names it as a local directory
+    when it is not installed already: this generator's own `runtime/` when it runs from a
+    checkout, else a line saying where it comes from.
+    """
+    import shlex
+    from importlib import metadata
+
+    from openenvgen.render import spec_from_snapshot
+
+    package = target.name
+    snapshots = sorted(target.glob("*/snapshot.json"))
+    if snapshots:
+        package = spec_from_snapshot(snapshots[0].read_text("utf-8")).package
+    shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
+    install = ["pip", "install"]
+    note = ""
+    try:
+        metadata.version(RUNTIME_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        checkout = Path(__file__).resolve().parents[2]
+        if (checkout / "runtime" / "pyproject.toml").is_file():
+            # The runtime, and the schema code it shares with the generator when it is there.
+            for local in ("schemas", "runtime"):
+                if (checkout / local / "pyproject.toml").is_file():
+                    path = os.path.relpath(checkout / local)
+                    install.append(path if path.startswith(("/", ".")) else f"./{path}")
+        else:
+            note = (
+                f"\n  ({RUNTIME_DISTRIBUTION} is not on PyPI yet: install it first from an openenv-gen "
+                "checkout, `pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)"
+            )
+    install.append(shown)
+    return (
+        "next: install it, then evaluate a model on it:\n"
+        f"  {shlex.join(install)}\n"
+        f"  vf-eval {shlex.quote(package)} -m MODEL --no-push{note}"
+    )
+
+
+def catalog_json() -> dict:
+    """`list --json`. Stable keys: `envs`, a list in catalog order of `{name, env_id, package,
+    action, fields, tools}`; `action` is "typed" or "mcp"; a typed env has `fields`
+    (`[{name, type, required}]`, the base `metadata` field left out) and `tools` null; an
+    MCP env has `tools` (`[{name, description, arguments: [{name, type, required}]}]`) and
+    `fields` null."""
+    envs = []
+    for entry in catalog.entries().values():
+        spec = build_spec(entry.capture(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
+        envs.append({
+            "name": entry.name,
+            "env_id": entry.env_id,
+            "package": spec.package,
+            "action": "mcp" if spec.is_mcp else "typed",
+            "fields": None if spec.is_mcp else _field_list(spec.action_schema, skip_metadata=True),
+            "tools": [
+                {"name": t.name, "description": t.description, "arguments": _field_list(t.input_schema, skip_metadata=False)}
+                for t in spec.tools or ()
+            ] if spec.is_mcp else None,
+        })
+    return {"envs": envs}
+
+
+def _field_list(schema: dict, *, skip_metadata: bool) -> list[dict]:
+    required = set(schema.get("required") or [])
+    return [
+        {"name": name, "type": _type_name(prop), "required": name in required}
+        for name, prop in (schema.get("properties") or {}).items()
+        if not (skip_metadata and name == "metadata")
+    ]
 
 
 def catalog_rows() -> list[tuple[str, str, str, str]]:

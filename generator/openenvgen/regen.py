@@ -19,19 +19,23 @@ describes is always reproducible from the snapshot. Entries carry no dates, so t
 regeneration writes the same bytes.
 
 **User-owned files** (anything not in the lock: the scaffolded `CHANGELOG.md`, `tests/`,
-`.copier-answers.yml`, and the README outside its generated markers) survive every
-regeneration byte for byte; generated files are always rewritten. Copier runs only when a
-package is created, and is imported only then.
+`<module>/custom.py`, `.copier-answers.yml`, and the README outside its generated markers)
+survive every regeneration byte for byte; generated files are always rewritten. Copier
+runs only when a package is created, and is imported only then. `custom.py` holds the
+user's hooks, which the generated taskset loads; when the new schema removes (or renames)
+a field or tool it mentions, the CHANGELOG entry lists where (`stale_hooks`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from openenvgen import __version__, modeldiff, sources
+from openenvgen_schemas import modeldiff
+
+from openenvgen import __version__, sources
 from openenvgen.checking import SnapshotError, load_spec, read_lock
 from openenvgen.errors import GenError, SchemaError, UsageError
 from openenvgen.render import LOCK_FILE, render_package, templates_dir
@@ -39,6 +43,8 @@ from openenvgen.spec import Capture, EnvSpec, build_spec
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_MARKER = "<!-- openenv-gen:changelog -->"
+CUSTOM_MODULE = "custom.py"
+"""The user-owned hooks module inside the import package (scaffolded once, never in the lock)."""
 SCAFFOLD_ANSWERS = ".copier-answers.yml"
 
 
@@ -119,29 +125,81 @@ def upstream_spec(old: EnvSpec, upstream: Upstream) -> EnvSpec:
 # --- check --upstream ---------------------------------------------------------------------
 
 
-def check_upstream(roots: list[Path], upstreams: dict[Path, Upstream], *, echo=print) -> bool:  # type: ignore[no-untyped-def]
-    """Compare each package's snapshot (the lock's schema) with upstream; True on drift."""
-    drift = False
+@dataclass(frozen=True)
+class Drift:
+    """One package compared with its upstream."""
+
+    root: Path
+    source: str
+    version: str = ""
+    diff: modeldiff.ModelDiff | None = None
+    """None when the package could not be compared (see `error`)."""
+    error: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def drifted(self) -> bool:
+        return bool(self.diff)
+
+    @property
+    def next_version(self) -> str:
+        return modeldiff.bump(self.version, self.diff.impact) if self.diff else self.version
+
+    def lines(self) -> list[str]:
+        root = self.root
+        if self.diff is None:
+            return [f"{root}: cannot compare with upstream: {self.error}"]
+        out = [f"{root}: note: {note}" for note in self.notes]
+        if not self.diff:
+            return [*out, f"{root}: no upstream drift ({self.source})"]
+        out.append(
+            f"{root}: upstream drift ({self.diff.impact}; regen would make {self.version} → {self.next_version}) from {self.source}"
+        )
+        out += [f"{root}: warning: {warning}" for warning in self.diff.warnings]
+        return out + [f"  {line}" for line in self.diff.lines()]
+
+    def as_json(self) -> dict:
+        """Stable keys: source, drift, impact, version, next_version, warnings, changes, notes, error."""
+        diff = self.diff
+        return {
+            "source": self.source,
+            "drift": self.drifted,
+            "impact": diff.impact if diff else None,
+            "version": self.version or None,
+            "next_version": self.next_version if diff is not None and self.version else None,
+            "warnings": diff.warnings if diff else [],
+            "changes": [c.as_json() for c in diff.changes] if diff else [],
+            "notes": list(self.notes),
+            "error": self.error or None,
+        }
+
+
+def compare_upstream(roots: list[Path], upstreams: dict[Path, Upstream]) -> list[Drift]:
+    """Compare each package's snapshot (the lock's schema) with upstream."""
+    out = []
     for root in roots:
+        source = str(upstreams[root])
         try:
             old = load_spec(root)
         except SnapshotError as e:
-            echo(f"{root}: cannot compare with upstream: {e}")  # `check` has reported it (exit 1)
+            out.append(Drift(root, source, error=str(e)))  # `check` has reported it (exit 1)
             continue
+        notes = ()
         lock = read_lock(root) or {}
         if lock.get("schema_sha256") not in (None, old.schema_sha256):
-            echo(f"{root}: note: {LOCK_FILE} schema_sha256 differs from snapshot.json (run `openenv-gen check`)")
+            notes = (f"{LOCK_FILE} schema_sha256 differs from snapshot.json (run `openenv-gen check`)",)
         new = upstream_spec(old, upstreams[root])
-        diff = modeldiff.diff_specs(old, new)
-        if not diff:
-            echo(f"{root}: no upstream drift ({upstreams[root]})")
-            continue
-        drift = True
-        version = modeldiff.bump(old.package_version, diff.impact)
-        echo(f"{root}: upstream drift ({diff.impact}; regen would make {old.package_version} → {version}) from {upstreams[root]}")
-        for line in diff.lines():
-            echo(f"  {line}")
-    return drift
+        out.append(Drift(root, source, old.package_version, modeldiff.diff_specs(old, new), notes=notes))
+    return out
+
+
+def check_upstream(roots: list[Path], upstreams: dict[Path, Upstream], *, echo=print) -> bool:  # type: ignore[no-untyped-def]
+    """Print each package's comparison with upstream; True on drift."""
+    drifts = compare_upstream(roots, upstreams)
+    for drift in drifts:
+        for line in drift.lines():
+            echo(line)
+    return any(d.drifted for d in drifts)
 
 
 # --- regen --------------------------------------------------------------------------------
@@ -155,13 +213,16 @@ class Outcome:
     diff: modeldiff.ModelDiff
     wrote: bool
     reason: str
+    stale_hooks: tuple[str, ...] = ()
+    """Where the package's custom.py mentions what this version removed (see `stale_hooks`)."""
 
     def summary(self) -> str:
         if not self.wrote:
             return f"{self.root}: up to date ({self.old_version})"
         if self.old_version == self.new_version:
             return f"{self.root}: rewritten ({self.reason}); version stays {self.new_version}"
-        return f"{self.root}: {self.old_version} → {self.new_version} ({self.reason})"
+        check = f"; check {CUSTOM_MODULE}, see {CHANGELOG}" if self.stale_hooks else ""
+        return f"{self.root}: {self.old_version} → {self.new_version} ({self.reason}){check}"
 
 
 def regen_package(root: Path, upstream: Upstream | None = None) -> Outcome:
@@ -191,12 +252,15 @@ def regen_package(root: Path, upstream: Upstream | None = None) -> Outcome:
     except ValueError as e:
         raise SchemaError(f"{root}: {e}") from None
     spec = new.model_copy(update={"package_version": version})
-    entry = changelog_entry(spec, old.package_version, diff, upstream)
+    stale = stale_hooks(root / old.module / CUSTOM_MODULE, old, new)
+    entry = changelog_entry(spec, old.package_version, diff, upstream, stale)
     write_tree(render_package(spec), root, user_updates={CHANGELOG: lambda text: add_changelog_entry(text, entry, spec)})
-    return Outcome(root, old.package_version, version, diff, True, reason)
+    return Outcome(root, old.package_version, version, diff, True, reason, tuple(stale))
 
 
-def changelog_entry(spec: EnvSpec, previous: str, diff: modeldiff.ModelDiff, upstream: Upstream | None) -> str:
+def changelog_entry(
+    spec: EnvSpec, previous: str, diff: modeldiff.ModelDiff, upstream: Upstream | None, stale: Sequence[str] = ()
+) -> str:
     source = "the live schema" if upstream is not None and upstream.kind == "base_url" else "a saved capture"
     lines = [f"## {spec.package_version}", ""]
     if diff:
@@ -206,6 +270,9 @@ def changelog_entry(spec: EnvSpec, previous: str, diff: modeldiff.ModelDiff, ups
         lines.append(diff.markdown())
     else:
         lines.append(f"Regenerated with openenv-gen {__version__} (was {previous}); the environment's model is unchanged.")
+    if stale:
+        lines += ["", f"**Check `{spec.module}/{CUSTOM_MODULE}`**: your hooks mention what this version removed.", ""]
+        lines += [f"- {note}" for note in stale]
     return "\n".join(lines) + "\n"
 
 
@@ -224,6 +291,74 @@ def add_changelog_entry(existing: str | None, entry: str, spec: EnvSpec) -> str:
             return "".join(lines[:i]) + entry + "\n" + "".join(lines[i:])
     sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
     return existing + sep + entry
+
+
+# --- stale hooks in custom.py ----------------------------------------------------------------
+
+
+def stale_hooks(path: Path, old: EnvSpec, new: EnvSpec) -> list[str]:
+    """Where the user's hooks module mentions an observation or action field (or a tool)
+    that `old` has and `new` does not, one Markdown line each.
+
+    A static scan: every string literal in `path` (comments and docstrings aside) that
+    names a removed field, or has one as a segment of a dotted path (`HIDDEN_FIELDS`), is
+    reported. Hooks read observations as dicts, so string keys are where field names
+    live (attribute names would mostly be false alarms: `trace.messages`). A renamed
+    field is a removed one here, so `observation["feedback"]` in a renderer is caught
+    when upstream renames it."""
+    if not path.is_file():
+        return []
+    removed: dict[str, str] = {}
+    for label, before, after in (
+        ("observation field", old.observation_schema, new.observation_schema),
+        ("action field", old.action_schema, new.action_schema),
+    ):
+        for name in sorted(_property_names(before) - _property_names(after)):
+            removed.setdefault(name, label)
+    for name in sorted({t.name for t in old.tools or ()} - {t.name for t in new.tools or ()}):
+        removed.setdefault(name, "tool")
+    if not removed:
+        return []
+    import ast
+
+    text = path.read_text("utf-8")
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as e:
+        return [f"`{CUSTOM_MODULE}` could not be checked: syntax error at line {e.lineno}"]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found: dict[tuple[int, str], str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in docstrings:
+            continue
+        for name in {node.value, *node.value.split(".")} & removed.keys():
+            found[(node.lineno, name)] = removed[name]
+    return [
+        f"line {line}: `{name}` — the {label} is gone in this version (renamed or removed)"
+        for (line, name), label in sorted(found.items())
+    ]
+
+
+def _property_names(schema: object) -> set[str]:
+    """Every property name anywhere in a JSON schema (nested objects and `$defs` too)."""
+    names: set[str] = set()
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            names |= {str(name) for name in properties}
+        for value in schema.values():
+            names |= _property_names(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            names |= _property_names(value)
+    return names
 
 
 # --- scaffolding (copier, once per package) -------------------------------------------------

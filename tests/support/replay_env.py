@@ -1,9 +1,9 @@
 """Replay servers: real OpenEnv servers that speak exactly like the captured upstream envs.
 
-For each env recorded in ``tests/fixtures/recordings`` (copies of the real captures in
-``../shared/corpus``) this builds an openenv ``create_app`` server
-whose ``/schema``, ``/metadata`` (and, for MCP envs, tool list) equal the capture, and
-whose WebSocket episodes replay one recorded session:
+For each env recorded in ``tests/fixtures/recordings`` (written by ``openenv-gen capture``
+from the upstream envs, see that folder's README) this builds an openenv ``create_app``
+server whose ``/schema``, ``/metadata`` (and, for MCP envs, tool list) equal the capture,
+and whose WebSocket episodes replay the recorded session:
 
 * ``reset`` returns the recorded reset observation (after checking that the reset kwargs
   are the recorded ones);
@@ -12,11 +12,13 @@ whose WebSocket episodes replay one recorded session:
   so a scripted episode of the recorded actions ends with ``env_done`` and a known reward:
   the sum of the recorded rewards (:attr:`Recording.total_reward`).
 
-Typed envs validate actions with the hand-written server models in
-:mod:`tests.support.corpus_models` (their JSON schema equals the capture's). The MCP env
-(echo) is an ``MCPEnvironment`` with the upstream tools, so tool calls really run through
-FastMCP; only reward and done come from the recording. Every action and reset a replay
-server receives is logged on its :class:`ReplayLog`, so tests can see what reached it.
+Actions are validated the way the upstream server validates them: against the captured
+action schema (:func:`server_action_class`, an openenv ``Action`` whose JSON schema is the
+capture's and which rejects what that schema rejects). MCP envs are ``MCPEnvironment``s
+whose FastMCP server lists the recorded tools with their recorded descriptions and input
+schemas, so ``/mcp`` and ``list_tools`` answer like the upstream env; a tool call returns
+the recorded result. Every action and reset a replay server receives is logged on its
+:class:`ReplayLog`, so tests can see what reached it.
 
 Serve one with :func:`tests.support.servers.serve_app`::
 
@@ -34,18 +36,18 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
+import jsonschema
 from fastapi import FastAPI
 from fastmcp import FastMCP
+from fastmcp.tools import Tool
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_environment import MCPEnvironment
-from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation, ListToolsAction
+from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
-from pydantic import ConfigDict
-
-from tests.support.corpus_models import SERVER_ACTIONS
+from pydantic import ConfigDict, PrivateAttr, model_validator
 
 __all__ = [
     "RECORDINGS",
@@ -53,8 +55,10 @@ __all__ = [
     "Replay",
     "ReplayError",
     "ReplayLog",
+    "catalog_action",
     "load_recording",
     "make_replay_app",
+    "server_action_class",
     "wire_action",
 ]
 
@@ -85,9 +89,11 @@ class Recording:
 
     corpus: str
     schema: dict[str, Any]
-    metadata: dict[str, Any]
+    metadata: dict[str, Any] | None
+    """None when the env's ``/metadata`` failed where it was captured (it could not be created)."""
     reset_kwargs: dict[str, Any]
-    reset: dict[str, Any]
+    reset: dict[str, Any] | None
+    """The reset reply's data; None when no session was recorded (see the env's source.json)."""
     steps: tuple[Step, ...]
     tools: tuple[dict[str, Any], ...] | None = None
     """The WS ``list_tools`` reply's tools (MCP envs only)."""
@@ -131,20 +137,31 @@ def load_recording(corpus: str, *, episode: str = "", root: Path = RECORDINGS) -
             break
         steps.append(Step(action=_read(folder, f"{stem}_action.json"), reply=_read(folder, f"{stem}.json")["data"]))
         n += 1
-    if not steps:
-        raise FileNotFoundError(f"{folder}: no {episode}step.json recorded")
-    tools = None
-    if (folder / "tools.json").exists():
-        tools = tuple(_read(folder, "tools.json")["data"]["observation"]["tools"])
+    if not (folder / "schema.json").exists():
+        raise FileNotFoundError(f"{folder}: no schema.json recorded")
+    session = (folder / f"{episode}reset.json").exists()
     return Recording(
         corpus=corpus,
         schema=_read(folder, "schema.json"),
-        metadata=_read(folder, "metadata.json"),
-        reset_kwargs=_read(folder, f"{episode}reset_request.json")["data"],
-        reset=_read(folder, f"{episode}reset.json")["data"],
+        metadata=_read(folder, "metadata.json") if (folder / "metadata.json").exists() else None,
+        reset_kwargs=_read(folder, f"{episode}reset_request.json")["data"] if session else {},
+        reset=_read(folder, f"{episode}reset.json")["data"] if session else None,
         steps=tuple(steps),
-        tools=tools,
+        tools=_tools(folder),
     )
+
+
+def _tools(folder: Path) -> tuple[dict[str, Any], ...] | None:
+    """The MCP tools as the WS ``list_tools`` step lists them (``input_schema``): from that
+    reply, else from ``POST /mcp`` tools/list (some envs' action models refuse the step)."""
+    if (folder / "tools.json").exists():
+        reply = _read(folder, "tools.json")
+        if reply.get("type") == "observation":
+            return tuple(reply["data"]["observation"]["tools"])
+    if (folder / "mcp_tools_list.json").exists():
+        listed = _read(folder, "mcp_tools_list.json").get("result", {}).get("tools", [])
+        return tuple({"name": t["name"], "description": t.get("description"), "input_schema": t["inputSchema"]} for t in listed)
+    return None
 
 
 def wire_action(action: Action) -> dict[str, Any]:
@@ -191,7 +208,12 @@ class _Cursor:
 
     def reset(self, kwargs: dict[str, Any]) -> None:
         self.log.reset(kwargs)
-        if kwargs != self.recording.reset_kwargs:
+        if self.recording.reset is None:
+            raise self.log.error(f"{self.recording.corpus}: no session was recorded (see its source.json)")
+        # The runtime seeds every task (`seed=i` unless its kwargs set one); a replay is the
+        # same whatever the seed, so a seed the recorded reset did not send is accepted.
+        compared = kwargs if "seed" in self.recording.reset_kwargs else {k: v for k, v in kwargs.items() if k != "seed"}
+        if compared != self.recording.reset_kwargs:
             raise self.log.error(f"reset kwargs {kwargs!r} are not the recorded {self.recording.reset_kwargs!r}")
         self.position = 0
 
@@ -213,10 +235,86 @@ class _Cursor:
 # ---------------------------------------------------------------------------
 
 
+class CapturedAction(Action):
+    """An action checked against a captured action schema (see :func:`server_action_class`)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=False, arbitrary_types_allowed=True)
+    captured_schema: ClassVar[dict[str, Any]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_schema(cls, data: Any) -> Any:
+        # What the upstream model rejects, this rejects too; its defaults are filled in
+        # (as pydantic fills them) so recorded and received actions compare alike.
+        jsonschema.validate(data, cls.captured_schema)
+        filled = dict(data)
+        for name, prop in cls.captured_schema.get("properties", {}).items():
+            if name not in filled and "default" in prop:
+                filled[name] = copy.deepcopy(prop["default"])
+        return filled
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return copy.deepcopy(cls.captured_schema)
+
+
+@functools.cache
+def _action_class(corpus: str, schema_json: str) -> type[CapturedAction]:
+    schema = json.loads(schema_json)
+    return type(schema.get("title", "CapturedAction"), (CapturedAction,), {"captured_schema": schema, "__module__": __name__})
+
+
+@functools.cache
+def _mcp_action_class(corpus: str, schema_json: str) -> type[CallToolAction]:
+    schema = json.loads(schema_json)
+
+    class CapturedCallToolAction(CallToolAction):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return copy.deepcopy(schema)
+
+    CapturedCallToolAction.__name__ = CapturedCallToolAction.__qualname__ = schema.get("title", "CallToolAction")
+    return CapturedCallToolAction
+
+
+def server_action_class(recording: Recording) -> type[Action]:
+    """The action class the replay server validates with, its JSON schema the captured one:
+    openenv's own ``CallToolAction`` for MCP envs (openenv routes ``call_tool`` payloads by
+    their ``type``), else an ``Action`` that accepts what the captured schema accepts."""
+    schema_json = json.dumps(recording.schema["action"])  # key order kept: READMEs list fields in it
+    if recording.is_mcp:
+        return _mcp_action_class(recording.corpus, schema_json)
+    return _action_class(recording.corpus, schema_json)
+
+
+def catalog_action(recording: Recording, action: dict[str, Any]) -> dict[str, Any]:
+    """A recorded wire action in the form a model replies with (the catalog's form):
+    ``{"tool", "arguments"}`` for MCP envs, the action's own fields otherwise."""
+    if recording.is_mcp:
+        return {"tool": action["tool_name"], "arguments": action.get("arguments", {})}
+    return {k: v for k, v in action.items() if k != "metadata"}
+
+
 class ReplayObservation(Observation):
     """Carries a recorded observation's fields verbatim (they are extra fields here)."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True, arbitrary_types_allowed=True)
+    _recorded_metadata: bool = PrivateAttr(default=True)
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # Servers on some openenv versions leave an empty `metadata` out of the observation:
+        # so does the replay of their recordings.
+        dumped = super().model_dump(*args, **kwargs)
+        if not self._recorded_metadata:
+            dumped.pop("metadata", None)
+        return dumped
+
+    @classmethod
+    def recorded(cls, observation: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
+        fields = {k: v for k, v in observation.items() if k not in ("reward", "done")}
+        replayed = cls(**fields, reward=reward, done=done)
+        replayed._recorded_metadata = "metadata" in observation
+        return replayed
 
 
 def _observation_class(recording: Recording) -> type[ReplayObservation]:
@@ -233,6 +331,8 @@ def _observation_class(recording: Recording) -> type[ReplayObservation]:
 
 
 def _metadata(recording: Recording) -> EnvironmentMetadata:
+    if recording.metadata is None:  # as upstream: its /metadata failed (500)
+        raise ReplayError(f"{recording.corpus}: /metadata failed where it was captured")
     return EnvironmentMetadata(**recording.metadata)
 
 
@@ -248,8 +348,7 @@ class ReplayEnvironment(Environment):
         self._state = State(episode_id=str(uuid.uuid4()))
 
     def _observation(self, reply: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
-        fields = {k: v for k, v in reply["observation"].items() if k not in ("reward", "done")}
-        return self._observation_cls(**fields, reward=reward, done=done)
+        return self._observation_cls.recorded(reply["observation"], reward=reward, done=done)
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs: Any) -> ReplayObservation:
         if seed is not None:
@@ -280,51 +379,34 @@ class ReplayEnvironment(Environment):
 # ---------------------------------------------------------------------------
 
 
-def _echo_tools(mcp: FastMCP) -> None:
-    """echo_env's tools, written as upstream writes them (envs/echo_env/server/echo_environment.py);
-    FastMCP derives the input schemas from these signatures and docstrings."""
+class RecordedTool(Tool):
+    """A tool as the upstream env lists it: its recorded name, description and input
+    schema. Calls never reach it: the replay returns the recorded result."""
 
-    @mcp.tool
-    def echo_message(message: str) -> str:
-        """
-        Echo back the provided message.
-
-        Args:
-            message: The message to echo back
-
-        Returns:
-            The same message that was provided
-        """
-        return message
-
-    @mcp.tool
-    def echo_with_length(message: str) -> dict:
-        """
-        Echo back the message with its length.
-
-        Args:
-            message: The message to echo back
-
-        Returns:
-            Dictionary with the message and its length
-        """
-        return {"message": message, "length": len(message)}
+    async def run(self, arguments: dict[str, Any]) -> Any:
+        raise ReplayError(f"{self.name}: a replayed tool call is answered from the recording")
 
 
-MCP_TOOLS = {"echo_env": _echo_tools}
+def _recorded_tools(recording: Recording) -> FastMCP:
+    mcp = FastMCP(recording.corpus)
+    for tool in recording.tools or ():
+        mcp.add_tool(RecordedTool(name=tool["name"], description=tool.get("description"), parameters=copy.deepcopy(tool["input_schema"])))
+    return mcp
 
 
 class ReplayMCPEnvironment(MCPEnvironment):
-    """An MCP env whose tools really run, with reward and done replayed from the recording."""
+    """An MCP env listing the recorded tools; tool calls return the recorded observations."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, recording: Recording, log: ReplayLog) -> None:
-        mcp = FastMCP(recording.corpus)
-        MCP_TOOLS[recording.corpus](mcp)
-        super().__init__(mcp)  # tools must be registered first
-        self._cursor = _Cursor(recording, log, CallToolAction)
+    def __init__(self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]) -> None:
+        super().__init__(_recorded_tools(recording))
+        self._cursor = _Cursor(recording, log, action_cls)
+        self._observation_cls = observation_cls
         self._state = State(episode_id=str(uuid.uuid4()))
+
+    def _observation(self, reply: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
+        return self._observation_cls.recorded(reply["observation"], reward=reward, done=done)
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs: Any) -> Observation:
         if seed is not None:
@@ -334,33 +416,27 @@ class ReplayMCPEnvironment(MCPEnvironment):
         self._cursor.reset(kwargs)
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
         reset = self._cursor.recording.reset
-        return Observation(done=bool(reset.get("done")), reward=reset.get("reward"), metadata=reset["observation"].get("metadata", {}))
+        return self._observation(reset, reward=reset.get("reward"), done=bool(reset.get("done")))
 
     def _step_impl(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
         raise self._cursor.log.error(f"not an MCP action: {type(action).__name__}")
 
     def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
-        index = self._before(action)
-        return self._after(index, super().step(action, timeout_s=timeout_s, **kwargs))
+        if isinstance(action, ListToolsAction):  # discovery is not part of the episode
+            return super().step(action, timeout_s=timeout_s, **kwargs)
+        return self._replayed(action)
 
     async def step_async(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
         # The WS handler prefers step_async (MCPEnvironment overrides it).
-        index = self._before(action)
-        return self._after(index, await super().step_async(action, timeout_s=timeout_s, **kwargs))
-
-    def _before(self, action: Action) -> int | None:
         if isinstance(action, ListToolsAction):
-            return None  # discovery is not part of the episode
-        return self._cursor.advance(action)
+            return await super().step_async(action, timeout_s=timeout_s, **kwargs)
+        return self._replayed(action)
 
-    def _after(self, index: int | None, observation: Observation) -> Observation:
-        if index is None:
-            return observation
+    def _replayed(self, action: Action) -> Observation:
+        index = self._cursor.advance(action)
         self._state.step_count += 1
         recording = self._cursor.recording
-        observation.reward = recording.reward_at(index)
-        observation.done = recording.done_at(index)
-        return observation
+        return self._observation(recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index))
 
     @property
     def state(self) -> State:
@@ -386,16 +462,10 @@ def make_replay_app(corpus: str, *, episode: str = "", root: Path = RECORDINGS, 
     """An openenv app replaying the session recorded in ``root/corpus`` (see module doc)."""
     recording = load_recording(corpus, episode=episode, root=root)
     log = ReplayLog()
-    if recording.is_mcp:
-        # openenv routes {"type": "call_tool"} payloads to its MCP handling only when the
-        # app's action class is its own CallToolAction (its schema equals the capture's).
-        factory: Any = functools.partial(ReplayMCPEnvironment, recording, log)
-        action_cls: type[Action] = CallToolAction
-        observation_cls: type[Observation] = CallToolObservation
-    else:
-        action_cls = SERVER_ACTIONS[corpus]
-        observation_cls = _observation_class(recording)
-        factory = functools.partial(ReplayEnvironment, recording, log, action_cls, observation_cls)
+    action_cls = server_action_class(recording)
+    observation_cls = _observation_class(recording)
+    environment = ReplayMCPEnvironment if recording.is_mcp else ReplayEnvironment
+    factory = functools.partial(environment, recording, log, action_cls, observation_cls)
     app = create_app(
         factory,
         action_cls,

@@ -3,31 +3,40 @@
 
 Everything that runs an episode (launching or connecting to the server, the turn loop,
 action validation, scoring) lives in the shared runtime; this module only carries the
-env's defaults, its typed action model and its schema snapshot.
+env's defaults, its typed action model and its schema snapshot, and loads your hooks
+from `custom.py` beside it.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 from pydantic import Field
 
 from openenvgen_runtime import AdapterConfig, AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.extensions import load_extension
 from chess_openenv.models import ChessAction
 
 
 class ChessConfig(AdapterConfig):
     env: str | None = 'openenv/chess_env'
-    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). Ignored
-    when `base_url` is set."""
-    provider_kwargs: dict[str, Any] = Field(default_factory=lambda: {'app': 'chess_env.server.app:app'})
-    """Arguments for OpenEnv's provider (app, project_path, env_vars, port, ...)."""
+    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). With
+    `base_url` it launches nothing but still names the tasks."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'chess_env.server.app:app'}
+    """The UV provider's defaults for this env (its ASGI app); `provider_kwargs` is
+    merged over them."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
 
 
-# verifiers finds the config type on a direct `vf.Taskset[...]` base, so it is restated.
-class ChessTaskset(AdapterTaskset, vf.Taskset[AdapterTask, ChessConfig]):
+class ChessTask(AdapterTask):
+    # Your hooks (rewards, metrics, prompts, observation rendering, tasks) from
+    # chess_openenv/custom.py, which openenv-gen never rewrites; checked here, at import.
+    EXTENSION = load_extension('chess_openenv.custom')
+
+
+# verifiers finds the config and task types on a direct `vf.Taskset[...]` base, so they are restated.
+class ChessTaskset(AdapterTaskset, vf.Taskset[ChessTask, ChessConfig]):
     ACTION_MODEL = ChessAction
     IS_MCP = False
     ACTION_HINT = 'Give one move from legal_moves in UCI notation, e.g. e2e4 (e7e8q to promote). An engine plays the other side; an illegal move costs -0.1 and changes nothing; the game ends with 1 for a win, -1 for a loss, 0 for a draw.'

@@ -3,31 +3,40 @@
 
 Everything that runs an episode (launching or connecting to the server, the turn loop,
 action validation, scoring) lives in the shared runtime; this module only carries the
-env's defaults, its typed action model and its schema snapshot.
+env's defaults, its typed action model and its schema snapshot, and loads your hooks
+from `custom.py` beside it.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 from pydantic import Field
 
 from openenvgen_runtime import AdapterConfig, AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.extensions import load_extension
 from coding_openenv.models import CodeAction
 
 
 class CodingConfig(AdapterConfig):
     env: str | None = 'openenv/coding_env'
-    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). Ignored
-    when `base_url` is set."""
-    provider_kwargs: dict[str, Any] = Field(default_factory=lambda: {'app': 'coding_env.server.app:app'})
-    """Arguments for OpenEnv's provider (app, project_path, env_vars, port, ...)."""
+    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). With
+    `base_url` it launches nothing but still names the tasks."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'coding_env.server.app:app'}
+    """The UV provider's defaults for this env (its ASGI app); `provider_kwargs` is
+    merged over them."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
 
 
-# verifiers finds the config type on a direct `vf.Taskset[...]` base, so it is restated.
-class CodingTaskset(AdapterTaskset, vf.Taskset[AdapterTask, CodingConfig]):
+class CodingTask(AdapterTask):
+    # Your hooks (rewards, metrics, prompts, observation rendering, tasks) from
+    # coding_openenv/custom.py, which openenv-gen never rewrites; checked here, at import.
+    EXTENSION = load_extension('coding_openenv.custom')
+
+
+# verifiers finds the config and task types on a direct `vf.Taskset[...]` base, so they are restated.
+class CodingTaskset(AdapterTaskset, vf.Taskset[CodingTask, CodingConfig]):
     ACTION_MODEL = CodeAction
     IS_MCP = False
     ACTION_HINT = 'Send Python source as code; it runs in one persistent session (names defined earlier stay defined) and you see its stdout, stderr and exit_code.'

@@ -3,31 +3,40 @@
 
 Everything that runs an episode (launching or connecting to the server, the turn loop,
 action validation, scoring) lives in the shared runtime; this module only carries the
-env's defaults, its typed action model and its schema snapshot.
+env's defaults, its typed action model and its schema snapshot, and loads your hooks
+from `custom.py` beside it.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 from pydantic import Field
 
 from openenvgen_runtime import AdapterConfig, AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.extensions import load_extension
 from connect4_openenv.models import Connect4Action
 
 
 class Connect4Config(AdapterConfig):
     env: str | None = 'openenv/connect4_env'
-    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). Ignored
-    when `base_url` is set."""
-    provider_kwargs: dict[str, Any] = Field(default_factory=lambda: {'app': 'connect4_env.server.app:app'})
-    """Arguments for OpenEnv's provider (app, project_path, env_vars, port, ...)."""
+    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). With
+    `base_url` it launches nothing but still names the tasks."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'connect4_env.server.app:app'}
+    """The UV provider's defaults for this env (its ASGI app); `provider_kwargs` is
+    merged over them."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
 
 
-# verifiers finds the config type on a direct `vf.Taskset[...]` base, so it is restated.
-class Connect4Taskset(AdapterTaskset, vf.Taskset[AdapterTask, Connect4Config]):
+class Connect4Task(AdapterTask):
+    # Your hooks (rewards, metrics, prompts, observation rendering, tasks) from
+    # connect4_openenv/custom.py, which openenv-gen never rewrites; checked here, at import.
+    EXTENSION = load_extension('connect4_openenv.custom')
+
+
+# verifiers finds the config and task types on a direct `vf.Taskset[...]` base, so they are restated.
+class Connect4Taskset(AdapterTaskset, vf.Taskset[Connect4Task, Connect4Config]):
     ACTION_MODEL = Connect4Action
     IS_MCP = False
     ACTION_HINT = 'Drop a piece: column is a column index (0-6) from legal_actions. You place the pieces of both players in turn (metadata.next_player, 1 or -1, is whose piece drops next); four in a row earns 1, a full or illegal column ends the game (-1 if illegal).'

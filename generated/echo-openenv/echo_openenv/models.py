@@ -37,11 +37,11 @@ class EchoMessageArguments(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    message: str = Field(..., description="The message to echo back")
+    message: str
 
 
 class EchoWithLengthArguments(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    message: str = Field(..., description="The message to echo back")
+    message: str

@@ -3,31 +3,40 @@
 
 Everything that runs an episode (launching or connecting to the server, the turn loop,
 action validation, scoring) lives in the shared runtime; this module only carries the
-env's defaults, its typed action model and its schema snapshot.
+env's defaults, its typed action model and its schema snapshot, and loads your hooks
+from `custom.py` beside it.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 from pydantic import Field
 
 from openenvgen_runtime import AdapterConfig, AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.extensions import load_extension
 from maze_openenv.models import MazeAction
 
 
 class MazeConfig(AdapterConfig):
     env: str | None = 'openenv/maze_env'
-    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). Ignored
-    when `base_url` is set."""
-    provider_kwargs: dict[str, Any] = Field(default_factory=lambda: {'app': 'maze_env.server.app:app'})
-    """Arguments for OpenEnv's provider (app, project_path, env_vars, port, ...)."""
+    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). With
+    `base_url` it launches nothing but still names the tasks."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'maze_env.server.app:app'}
+    """The UV provider's defaults for this env (its ASGI app); `provider_kwargs` is
+    merged over them."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
 
 
-# verifiers finds the config type on a direct `vf.Taskset[...]` base, so it is restated.
-class MazeTaskset(AdapterTaskset, vf.Taskset[AdapterTask, MazeConfig]):
+class MazeTask(AdapterTask):
+    # Your hooks (rewards, metrics, prompts, observation rendering, tasks) from
+    # maze_openenv/custom.py, which openenv-gen never rewrites; checked here, at import.
+    EXTENSION = load_extension('maze_openenv.custom')
+
+
+# verifiers finds the config and task types on a direct `vf.Taskset[...]` base, so they are restated.
+class MazeTaskset(AdapterTaskset, vf.Taskset[MazeTask, MazeConfig]):
     ACTION_MODEL = MazeAction
     IS_MCP = False
     ACTION_HINT = 'action is one of legal_actions: 0 up, 1 down, 2 left, 3 right. Reach metadata.exit_cell; metadata.maze is the grid (0 free, 1 wall) and positions are [column, row]. Every move costs a little, so take the shortest path.'

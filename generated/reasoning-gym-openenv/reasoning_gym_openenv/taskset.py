@@ -3,31 +3,40 @@
 
 Everything that runs an episode (launching or connecting to the server, the turn loop,
 action validation, scoring) lives in the shared runtime; this module only carries the
-env's defaults, its typed action model and its schema snapshot.
+env's defaults, its typed action model and its schema snapshot, and loads your hooks
+from `custom.py` beside it.
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import verifiers.v1 as vf
 from pydantic import Field
 
 from openenvgen_runtime import AdapterConfig, AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.extensions import load_extension
 from reasoning_gym_openenv.models import ReasoningGymAction
 
 
 class ReasoningGymConfig(AdapterConfig):
     env: str | None = 'openenv/reasoning_gym_env'
-    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). Ignored
-    when `base_url` is set."""
-    provider_kwargs: dict[str, Any] = Field(default_factory=lambda: {'app': 'reasoning_gym_env.server.app:app'})
-    """Arguments for OpenEnv's provider (app, project_path, env_vars, port, ...)."""
+    """OpenEnv env id to launch (default transport: OpenEnv's UV provider). With
+    `base_url` it launches nothing but still names the tasks."""
+    PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'reasoning_gym_env.server.app:app'}
+    """The UV provider's defaults for this env (its ASGI app); `provider_kwargs` is
+    merged over them."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [{'dataset_name': 'leg_counting', 'dataset_config': {'min_animals': 2, 'max_animals': 3}, 'seed': 42, 'size': 5}, {'dataset_name': 'leg_counting', 'dataset_config': {'min_animals': 2, 'max_animals': 3}, 'seed': 43, 'size': 5}, {'dataset_name': 'leg_counting', 'dataset_config': {'min_animals': 2, 'max_animals': 3}, 'seed': 44, 'size': 5}, {'dataset_name': 'leg_counting', 'dataset_config': {'min_animals': 2, 'max_animals': 3}, 'seed': 45, 'size': 5}, {'dataset_name': 'leg_counting', 'dataset_config': {'min_animals': 2, 'max_animals': 3}, 'seed': 46, 'size': 5}])
-    """Reset kwargs, one task each."""
+    """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
 
 
-# verifiers finds the config type on a direct `vf.Taskset[...]` base, so it is restated.
-class ReasoningGymTaskset(AdapterTaskset, vf.Taskset[AdapterTask, ReasoningGymConfig]):
+class ReasoningGymTask(AdapterTask):
+    # Your hooks (rewards, metrics, prompts, observation rendering, tasks) from
+    # reasoning_gym_openenv/custom.py, which openenv-gen never rewrites; checked here, at import.
+    EXTENSION = load_extension('reasoning_gym_openenv.custom')
+
+
+# verifiers finds the config and task types on a direct `vf.Taskset[...]` base, so they are restated.
+class ReasoningGymTaskset(AdapterTaskset, vf.Taskset[ReasoningGymTask, ReasoningGymConfig]):
     ACTION_MODEL = ReasoningGymAction
     IS_MCP = False
     ACTION_HINT = 'Answer the question in one step; give only the final answer as answer (for a number, just the number).'
