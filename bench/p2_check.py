@@ -11,8 +11,6 @@ cProfile runs of the 10-package check, warm and cold.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any

@@ -23,7 +23,7 @@ import tomli_w
 
 from openenvgen_runtime.launch import LaunchError
 from tests.support import docker_images
-from tests.support.adapters import generate_from_server, load_env, model_context, outcome
+from tests.support.adapters import generate_uv_fixture_package, load_env, model_context, outcome, wait_for
 from tests.support.rollout import VF_EVAL
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
@@ -31,7 +31,6 @@ from tests.support.servers import serve_app
 # The first run on a machine builds the env image (minutes); later runs find it cached.
 pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(1800)]
 
-UV_PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +43,7 @@ def image() -> str:
 
 @pytest.fixture(scope="module")
 def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The image's env, as a package generated from its app served in this process."""
-    sys.path.insert(0, str(UV_PROJECT))
-    try:
-        from guess_env.server import app
-    finally:
-        sys.path.remove(str(UV_PROJECT))
-    with serve_app(app, ready_path="/health") as url:
-        return generate_from_server("guess", str(url), tmp_path_factory.mktemp("pkgs"))
+    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
 
 
 @pytest.fixture
@@ -66,15 +58,6 @@ def token() -> Iterator[str]:
 
 def containers(token: str) -> list[str]:
     return docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}")
-
-
-def wait_for(predicate: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.25)
-    return predicate()
 
 
 def docker_taskset(image: str, token: str, **extra: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from openenvgen_runtime.launch import LaunchError
-from tests.support.adapters import generate_from_server, load_env, model_context, outcome
+from tests.support.adapters import UV_FIXTURE_PROJECT, generate_from_server, generate_uv_fixture_package, load_env, model_context, outcome
 from tests.support.fixture_envs import make_wordle_app
 from tests.support.rollout import run_eval
 from tests.support.scripted_model import Script, ScriptedChatModel
@@ -32,7 +32,6 @@ from tests.support.servers import free_port, serve_app, serve_app_subprocess
 pytestmark = pytest.mark.rollout
 
 WORDLE_WIN = Script(["[slate]", "[crane]"])
-UV_PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
 UV_APP = "guess_env.server:app"
 
 
@@ -44,14 +43,7 @@ def wordle_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The UV test env's package, generated from its app served in this process."""
-    sys.path.insert(0, str(UV_PROJECT))
-    try:
-        from guess_env.server import app
-    finally:
-        sys.path.remove(str(UV_PROJECT))
-    with serve_app(app, ready_path="/health") as url:
-        return generate_from_server("guess", str(url), tmp_path_factory.mktemp("pkgs"))
+    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
 
 
 def load_with_retries(package_id: str, taskset: dict[str, Any], retries: int) -> Any:
@@ -208,7 +200,7 @@ def _uv(marker: str, **extra: Any) -> dict[str, Any]:
     return {
         "env": "test/guess-env",
         "startup_timeout": extra.pop("startup_timeout", 240),
-        "provider_kwargs": {"project_path": str(UV_PROJECT), "app": UV_APP, "env_vars": env_vars},
+        "provider_kwargs": {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_APP, "env_vars": env_vars},
         **extra,
     }
 

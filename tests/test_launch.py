@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from openenvgen_runtime.launch import LaunchError
-from tests.support.adapters import generate_from_server, load_env, outcome, run_all
+from tests.support.adapters import generate_from_server, load_env, outcome, run_all, wait_for
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
 
@@ -38,15 +38,6 @@ def marked_processes(marker: str) -> list[int]:
         except OSError:
             continue
     return pids
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def uv_taskset(marker: str, **extra) -> dict:

@@ -6,7 +6,6 @@ like it, and plays typed and MCP envs through streamed native tool calls."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 

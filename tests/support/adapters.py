@@ -7,10 +7,13 @@ import asyncio
 import itertools
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
+UV_FIXTURE_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "uv_env"
+"""The guess-the-number env as a uv project (what the UV, Docker and Swarm tests launch)."""
 _ids = itertools.count()
 
 
@@ -63,3 +66,26 @@ async def run_all(env: Any, model_url: str, repeat: int = 1, concurrency: int = 
 def outcome(episode: Any) -> tuple[bool, str | None, float]:
     (trace,) = episode.traces
     return episode.ok, trace.stop_condition, trace.rewards["openenv_reward"].score
+
+
+def generate_uv_fixture_package(root: Path) -> str:
+    """The UV fixture env's package, generated from its app served in this process."""
+    from tests.support.servers import serve_app
+
+    sys.path.insert(0, str(UV_FIXTURE_PROJECT))
+    try:
+        from guess_env.server import app
+    finally:
+        sys.path.remove(str(UV_FIXTURE_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("guess", str(url), root)
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1) -> bool:
+    """Poll `predicate` until it holds or `timeout` seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
