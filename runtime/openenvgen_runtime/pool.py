@@ -58,6 +58,8 @@ class Server:
     tools: list[dict[str, Any]] | None = None
     action_space: Any = None
     """The taskset's ActionSpace for this server's schema, built on first use."""
+    observation_view: Any = None
+    """The taskset's ObservationView for this server (its assets), built on first use."""
     down: str | None = None
     """Why the server gets no new episodes; None while it is healthy."""
 

@@ -64,10 +64,6 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     SNAPSHOT: ClassVar[Path | None] = None
     """The schema snapshot the package was generated from."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._views: dict[str, ObservationView] = {}
-
     def action_space(self, server: Server) -> ActionSpace:
         """Validation uses the generated models; the model is shown the live schema. One
         per server, so what is sent every turn is built once."""
@@ -113,12 +109,13 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
             )
 
     def observation_view(self, server: Server) -> ObservationView:
-        """How observations are rendered for the model; one per server (assets come from it)."""
-        view = self._views.get(server.url)
+        """How observations are rendered for the model; one per server (assets come from it),
+        cached on it like its action space."""
+        view = server.observation_view
         if view is None:
             config: AdapterConfig = self.config
             extension: Extension = getattr(self.task_type(), "EXTENSION", NO_EXTENSION)
-            view = self._views[server.url] = ObservationView(
+            view = server.observation_view = ObservationView(
                 hidden_fields=[*config.hidden_fields, *sorted(extension.hidden_fields)],
                 max_media_bytes=config.max_media_bytes,
                 asset_base_url=server.url,
