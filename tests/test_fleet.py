@@ -74,12 +74,18 @@ def messages(caplog: pytest.LogCaptureFixture, needle: str) -> list[str]:
 def test_a_server_killed_mid_run_loses_only_its_in_flight_episodes(
     wordle_pkg: str, retries: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Three servers, eighteen episodes; one server is SIGKILLed after a third of the model
-    turns. Without retries only the episodes in flight on it fail (as env_lost); with
-    retries every episode ends ok. The dead server is reported down once."""
+    """Three servers, eighteen episodes; one server is SIGKILLed a quarter of the way in,
+    while one of its episodes waits for the model. Without retries only the episodes in
+    flight on it fail (as env_lost); with retries every episode ends ok. The dead server is
+    reported down once."""
     caplog.set_level(logging.INFO, logger="openenvgen_runtime")
     with (
-        serve_app_subprocess("tests.support.fixture_envs:wordle_app", ready_path="/health") as doomed,
+        serve_app_subprocess(
+            "tests.support.fixture_envs:make_tagged_wordle_app",
+            env={"WORDLE_FIXTURE_TAG": "doomed"},
+            factory=True,
+            ready_path="/health",
+        ) as doomed,
         serve_app(make_wordle_app(), ready_path="/health") as second,
         serve_app(make_wordle_app(), ready_path="/health") as third,
     ):
@@ -87,7 +93,8 @@ def test_a_server_killed_mid_run_loses_only_its_in_flight_episodes(
         in_flight: list[int] = []
 
         def reply(history: list[dict]) -> str:
-            if len(model.requests) >= 12 and not in_flight:
+            # Killed while answering an episode on it, so that episode's next step must fail.
+            if len(model.requests) >= 8 and not in_flight and "(server doomed)" in str(history):
                 in_flight.append(pool_server(env, str(doomed)).active)
                 doomed.kill()
             return WORDLE_WIN.reply_for(history)  # type: ignore[return-value]

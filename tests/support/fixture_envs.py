@@ -21,6 +21,7 @@ Run one from the repo root, e.g.::
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections import Counter
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_SECRET",
     "MCP_TARGET_SUM",
     "EchoAddMCPEnvironment",
+    "TaggedWordGuessEnvironment",
     "GridAction",
     "GridMoveEnvironment",
     "GridObservation",
@@ -59,6 +61,7 @@ __all__ = [
     "grid_app",
     "make_grid_app",
     "make_mcp_app",
+    "make_tagged_wordle_app",
     "make_wordle_app",
     "mcp_app",
     "wordle_app",
@@ -216,6 +219,18 @@ class WordGuessEnvironment(
     @property
     def state(self) -> WordGuessState:
         return self._state
+
+
+class TaggedWordGuessEnvironment(WordGuessEnvironment):
+    """The same game; a reset prompt ends with "(server TAG)" when $WORDLE_FIXTURE_TAG is
+    set, so a test can tell which server of a fleet a conversation is on."""
+
+    def reset(self, *args: Any, **kwargs: Any) -> WordGuessObservation:
+        observation = super().reset(*args, **kwargs)
+        tag = os.environ.get("WORDLE_FIXTURE_TAG")
+        if not tag:
+            return observation
+        return observation.model_copy(update={"prompt": f"{observation.prompt} (server {tag})"})
 
 
 # ---------------------------------------------------------------------------
@@ -459,6 +474,17 @@ def make_wordle_app(max_concurrent_envs: int = 8) -> FastAPI:
         WordGuessObservation,
         env_name="wordle_fixture",
         max_concurrent_envs=max_concurrent_envs,
+    )
+
+
+def make_tagged_wordle_app() -> FastAPI:
+    """The wordle app with $WORDLE_FIXTURE_TAG in its reset prompts (same schema)."""
+    return create_app(
+        TaggedWordGuessEnvironment,
+        WordGuessAction,
+        WordGuessObservation,
+        env_name="wordle_fixture",
+        max_concurrent_envs=8,
     )
 
 
