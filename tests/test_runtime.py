@@ -98,14 +98,17 @@ def test_thirty_two_episodes_over_four_single_session_servers(grid_pkg: str) -> 
 def test_killing_a_server_mid_episode_ends_only_its_episode(wordle_pkg: str, tmp_path: Path) -> None:
     """Two servers; one is killed while its episode waits for the model. That episode ends
     as env_lost (failed, not silently reconnected to a fresh env); the other wins."""
-    with serve_app_subprocess("tests.support.fixture_envs:wordle_app", ready_path="/health") as doomed, serve_app(
-        make_wordle_app(), ready_path="/health"
-    ) as healthy:
+    with serve_app_subprocess(
+        "tests.support.fixture_envs:make_tagged_wordle_app",
+        env={"WORDLE_FIXTURE_TAG": "doomed"},
+        factory=True,
+        ready_path="/health",
+    ) as doomed, serve_app(make_wordle_app(), ready_path="/health") as healthy:
         killed = []
 
         def reply(messages: list[dict]) -> str:
             assistant_turns = sum(m["role"] == "assistant" for m in messages)
-            if assistant_turns == 1 and not killed:
+            if assistant_turns == 1 and not killed and "(server doomed)" in str(messages):
                 killed.append(True)
                 doomed.kill()
             return "[slate]" if assistant_turns == 0 else "[crane]"
