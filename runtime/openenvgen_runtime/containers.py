@@ -23,6 +23,7 @@ import time
 import uuid
 from typing import Any
 
+from openenvgen_runtime import upstream
 from openenvgen_runtime.launch import LaunchError
 
 RUNTIME_LABEL = "openenvgen.runtime"
@@ -62,7 +63,7 @@ def label_args(flag: str, labels: dict[str, str]) -> list[str]:
 
 
 def _provider_class() -> type:
-    from openenv.core.containers.runtime import LocalDockerProvider
+    LocalDockerProvider = upstream.openenv_module("openenv.core.containers.runtime").LocalDockerProvider
 
     class LabelledDockerProvider(LocalDockerProvider):
         """OpenEnv's local Docker provider with labelled containers on a loopback port."""

@@ -76,8 +76,10 @@ def _die_with_parent() -> None:
 
 
 def _uv_provider_class() -> type:
-    from openenv.core.containers.runtime import UVProvider
-    from openenv.core.containers.runtime import uv_provider as uv_module
+    from openenvgen_runtime.upstream import openenv_module
+
+    UVProvider = openenv_module("openenv.core.containers.runtime").UVProvider
+    uv_module = openenv_module("openenv.core.containers.runtime.uv_provider")
 
     class LoggedUVProvider(UVProvider):
         """OpenEnv's UV provider with the server's output logged and its process group owned."""

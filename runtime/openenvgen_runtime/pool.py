@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from openenvgen_runtime import health, launch
+from openenvgen_runtime import health, launch, upstream
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.launch import LaunchError
 
@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 
 PROBE_INTERVAL = 1.0
 """Seconds between background health sweeps."""
+
+
+CLIENT_MODULE = "openenv.core.generic_client"
+"""OpenEnv's WebSocket client (GenericEnvClient)."""
 
 
 @dataclass(eq=False)
@@ -146,6 +150,8 @@ class ServerPool:
         _route_logs_like_verifiers()
         launch.install_error_hook()
         self._http = httpx.AsyncClient(trust_env=False)
+        # Off the event loop and before any episode: the import takes seconds.
+        await asyncio.to_thread(upstream.openenv_module, CLIENT_MODULE)
         if self.config.base_urls:
             servers = [Server(url=url) for url in fleet_urls(self.config.base_urls)]
             await asyncio.gather(*(self._describe(s) for s in servers))
@@ -339,7 +345,7 @@ class ServerPool:
         A server that refuses the session for capacity is capped at the sessions it holds
         and the episode moves on (to another server, a new one, or a wait for a slot). A
         server that fails the reset is marked down and the episode moves on too."""
-        from openenv import GenericEnvClient
+        GenericEnvClient = upstream.openenv_module(CLIENT_MODULE).GenericEnvClient
 
         while True:
             server = await self._reserve()

@@ -21,6 +21,7 @@ import subprocess
 import time
 from typing import Any
 
+from openenvgen_runtime import upstream
 from openenvgen_runtime.containers import docker, label_args, last_line
 from openenvgen_runtime.launch import LaunchError
 
@@ -28,7 +29,7 @@ SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command", "overl
 
 
 def _provider_class() -> type:
-    from openenv.core.containers.runtime import DockerSwarmProvider
+    DockerSwarmProvider = upstream.openenv_module("openenv.core.containers.runtime").DockerSwarmProvider
 
     class SwarmService(DockerSwarmProvider):
         """OpenEnv's Swarm provider with every replica published on its own node port."""

@@ -1,0 +1,52 @@
+"""OpenEnv's client is imported without its server's Gradio web UI (seconds of every eval
+process's start-up), and a server made later in the same process still gets its UI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.adapters import generate_from_server
+from tests.support.fixture_envs import make_wordle_app
+from tests.support.rollout import run_eval
+from tests.support.scripted_model import Script, ScriptedChatModel
+from tests.support.servers import serve_app
+
+SCRIPT = """
+import sys
+from openenvgen_runtime.pool import CLIENT_MODULE
+from openenvgen_runtime.upstream import openenv_module
+
+assert openenv_module(CLIENT_MODULE).GenericEnvClient.__name__ == "GenericEnvClient"
+assert openenv_module("openenv.core.containers.runtime").UVProvider
+assert "gradio" not in sys.modules, "the client import pulled in Gradio"
+from openenv.core.env_server.web_interface import create_web_interface_app
+assert "gradio" in sys.modules and callable(create_web_interface_app)
+print("ok")
+"""
+
+
+def test_the_client_skips_the_web_ui_and_a_later_server_still_gets_it() -> None:
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+@pytest.mark.rollout
+def test_a_vf_eval_episode_never_imports_gradio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole vf-eval run of a generated package, with Python's import log on."""
+    with serve_app(make_wordle_app(), ready_path="/health") as env_url:
+        package = generate_from_server("wordle", str(env_url), tmp_path / "pkgs")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # vf-eval imports the package
+        monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+        with serve_app(ScriptedChatModel(Script(["[slate]", "[crane]"]))) as model_url:
+            run = run_eval(package, model_url=str(model_url), out_dir=tmp_path / "eval", taskset={"base_url": str(env_url)})
+    assert run.returncode == 0 and run.printed == [(1.0, "env_done")], run.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "openenv.core.env_client" in imported  # the WebSocket client was imported
+    assert "gradio" not in imported
