@@ -10,7 +10,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
 from openenvgen.render import render_package
 from openenvgen.spec import EnvSpec
 
@@ -48,6 +47,22 @@ def mcp_server() -> Iterator[str]:
 
     with serve_app(make_mcp_app(), ready_path="/health") as url:
         yield str(url)
+
+
+@pytest.fixture(scope="module")
+def wordle_pkg(wordle_server: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The wordle fixture env's package, generated for this test module; its id."""
+    from tests.support.adapters import generate_from_server
+
+    return generate_from_server("wordle", wordle_server, tmp_path_factory.mktemp("pkgs"))
+
+
+@pytest.fixture(scope="module")
+def mcp_pkg(mcp_server: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The MCP fixture env's package, generated for this test module; its id."""
+    from tests.support.adapters import generate_from_server
+
+    return generate_from_server("echo_add", mcp_server, tmp_path_factory.mktemp("pkgs"))
 
 
 def import_generated(spec: EnvSpec, root: Path) -> ModuleType:

@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from openenvgen_runtime.launch import LaunchError
-from tests.support.adapters import UV_FIXTURE_PROJECT, generate_from_server, generate_uv_fixture_package, load_env, model_context, outcome
+
+from tests.support.adapters import (
+    generate_uv_fixture_package,
+    load_env,
+    marked_processes,
+    model_context,
+    outcome,
+    uv_taskset,
+)
 from tests.support.fixture_envs import make_wordle_app
 from tests.support.rollout import run_eval
 from tests.support.scripted_model import Script, ScriptedChatModel
@@ -32,13 +39,6 @@ from tests.support.servers import free_port, serve_app, serve_app_subprocess
 pytestmark = pytest.mark.rollout
 
 WORDLE_WIN = Script(["[slate]", "[crane]"])
-UV_APP = "guess_env.server:app"
-
-
-@pytest.fixture(scope="module")
-def wordle_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    with serve_app(make_wordle_app(), ready_path="/health") as url:
-        return generate_from_server("wordle", str(url), tmp_path_factory.mktemp("pkgs"))
 
 
 @pytest.fixture(scope="module")
@@ -202,41 +202,19 @@ def test_the_startup_timeout_is_one_setting(guess_pkg: str) -> None:
         asyncio.run(env.start())
 
 
-def _uv(marker: str, **extra: Any) -> dict[str, Any]:
-    env_vars = {"OPENENVGEN_TEST_MARKER": marker, **extra.pop("env_vars", {})}
-    return {
-        "env": "test/guess-env",
-        "startup_timeout": extra.pop("startup_timeout", 240),
-        "provider_kwargs": {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_APP, "env_vars": env_vars},
-        **extra,
-    }
-
-
-def _marked(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker.encode() in (proc / "environ").read_bytes():
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    return pids
-
-
 def test_a_launched_server_that_dies_is_replaced_with_its_log_tail(
     guess_pkg: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="openenvgen_runtime")
     marker = uuid.uuid4().hex
-    env = load_env(guess_pkg, _uv(marker, max_servers=1))
+    env = load_env(guess_pkg, uv_taskset(marker, max_servers=1))
     model = ScriptedChatModel(Script(['{"guess": 7}']))
     with serve_app(model) as model_url:
 
         async def main() -> tuple[list[Any], str, str]:
             async with env.serving():
                 (first,) = env.pool.servers
-                for pid in _marked(marker):
+                for pid in marked_processes(marker):
                     os.kill(pid, signal.SIGKILL)
                 deadline = time.monotonic() + 240
                 while time.monotonic() < deadline:
@@ -254,7 +232,7 @@ def test_a_launched_server_that_dies_is_replaced_with_its_log_tail(
     assert f"server at {old_url} died" in warning and "replacing it; last lines of its log:" in warning
     assert "Uvicorn running on" in warning or "Started server process" in warning
     assert len(messages(caplog, "(uv) ready in")) == 2
-    assert _marked(marker) == []
+    assert marked_processes(marker) == []
 
 
 def test_a_startup_timeout_reports_the_servers_log_tail(guess_pkg: str, tmp_path: Path) -> None:
@@ -263,7 +241,7 @@ def test_a_startup_timeout_reports_the_servers_log_tail(guess_pkg: str, tmp_path
         "import sys, time\nprint('warming a cache that never warms', file=sys.stderr, flush=True)\ntime.sleep(600)\n"
     )
     marker = uuid.uuid4().hex
-    env = load_env(guess_pkg, _uv(marker, startup_timeout=25, env_vars={"PYTHONPATH": str(tmp_path)}))
+    env = load_env(guess_pkg, uv_taskset(marker, startup_timeout=25, env_vars={"PYTHONPATH": str(tmp_path)}))
 
     async def main() -> None:
         try:
@@ -277,7 +255,7 @@ def test_a_startup_timeout_reports_the_servers_log_tail(guess_pkg: str, tmp_path
     assert message.startswith("test/guess-env (uv): server not ready after 25s at http://127.0.0.1:"), message
     assert "; last lines of its log:\n" in message
     assert message.rstrip().endswith("warming a cache that never warms"), message
-    assert _marked(marker) == []
+    assert marked_processes(marker) == []
 
 
 def test_vf_eval_shows_launch_progress_and_a_failed_launch_as_one_line(
@@ -286,12 +264,12 @@ def test_vf_eval_shows_launch_progress_and_a_failed_launch_as_one_line(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # vf-eval imports the generated package
     model = ScriptedChatModel(Script(['{"guess": 7}']))
     with serve_app(model) as model_url:
-        ok = run_eval(guess_pkg, model_url=str(model_url), out_dir=tmp_path / "ok", taskset=_uv(uuid.uuid4().hex))
+        ok = run_eval(guess_pkg, model_url=str(model_url), out_dir=tmp_path / "ok", taskset=uv_taskset(uuid.uuid4().hex))
         crash = run_eval(
             guess_pkg,
             model_url=str(model_url),
             out_dir=tmp_path / "crash",
-            taskset=_uv(uuid.uuid4().hex, env_vars={"GUESS_ENV_CRASH": "1"}),
+            taskset=uv_taskset(uuid.uuid4().hex, env_vars={"GUESS_ENV_CRASH": "1"}),
         )
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert ok.printed == [(1.0, "env_done")]

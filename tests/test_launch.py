@@ -5,49 +5,31 @@ and no server process left behind on any path (process counts before and after).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-
 from openenvgen_runtime.launch import LaunchError
-from tests.support.adapters import generate_from_server, load_env, outcome, run_all, wait_for
+
+from tests.support.adapters import (
+    UV_FIXTURE_APP,
+    UV_FIXTURE_PROJECT,
+    generate_from_server,
+    load_env,
+    marked_processes,
+    outcome,
+    run_all,
+    uv_taskset,
+    wait_for,
+)
+from tests.support.rollout import start_eval
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 
-PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
-APP = "guess_env.server:app"
-
-
-def marked_processes(marker: str) -> list[int]:
-    """PIDs whose environment carries `marker` (the uv process and the uvicorn it runs)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (proc / "environ").read_bytes():
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
-
-
-def uv_taskset(marker: str, **extra) -> dict:
-    env_vars = {"OPENENVGEN_TEST_MARKER": marker, **extra.pop("env_vars", {})}
-    return {
-        "env": "test/guess-env",
-        "startup_timeout": 240,
-        "provider_kwargs": {"project_path": str(PROJECT), "app": APP, "env_vars": env_vars},
-        **extra,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +37,7 @@ def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Generate the package from the env launched once by hand with OpenEnv's UV provider."""
     from openenvgen_runtime import launch
 
-    provider, url = launch.start("test/guess-env", {"project_path": str(PROJECT), "app": APP}, use_docker=False, timeout=240)
+    provider, url = launch.start("test/guess-env", {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_FIXTURE_APP}, use_docker=False, timeout=240)
     try:
         assert wait_for(lambda: _healthy(url), timeout=240), launch.log_tail(provider)
         return generate_from_server("guess", url, tmp_path_factory.mktemp("pkgs"))
@@ -166,10 +148,6 @@ def test_no_server_left_after_a_failed_or_cancelled_run(guess_pkg: str, path: st
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
 def test_no_server_left_after_the_eval_process_is_signalled(guess_pkg: str, tmp_path: Path, sig: signal.Signals) -> None:
     """A real `vf-eval` run is signalled while its episode waits on the model."""
-    from tests.support.rollout import VF_EVAL
-
-    import tomli_w
-
     marker = uuid.uuid4().hex
 
     def slow(messages: list[dict]) -> str:
@@ -178,17 +156,7 @@ def test_no_server_left_after_the_eval_process_is_signalled(guess_pkg: str, tmp_
 
     model = ScriptedChatModel(slow)
     with serve_app(model) as model_url:
-        config = {
-            "model": "scripted-model",
-            "push": False,
-            "output_dir": str(tmp_path),
-            "client": {"base_url": f"{model_url}/v1"},
-            "env": {"taskset": {"id": guess_pkg, **uv_taskset(marker)}},
-        }
-        (tmp_path / "eval.toml").write_text(tomli_w.dumps(config))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        proc = subprocess.Popen([VF_EVAL, "@", str(tmp_path / "eval.toml"), "--no-rich"], env=env, cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = start_eval(guess_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=uv_taskset(marker))
         try:
             assert wait_for(lambda: len(model.requests) >= 1, timeout=180), "episode never reached the model"
             assert len(marked_processes(marker)) >= 1

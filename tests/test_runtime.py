@@ -28,12 +28,6 @@ def _user_texts(model: ScriptedChatModel) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wordle_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    with serve_app(make_wordle_app(), ready_path="/health") as url:
-        return generate_from_server("wordle", str(url), tmp_path_factory.mktemp("pkgs"))
-
-
-@pytest.fixture(scope="module")
 def grid_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     with serve_app(make_grid_app(), ready_path="/health") as url:
         return generate_from_server("grid", str(url), tmp_path_factory.mktemp("pkgs"))
@@ -116,14 +110,6 @@ def test_killing_a_server_mid_episode_ends_only_its_episode(wordle_pkg: str, tmp
         episodes, _ = _run(wordle_pkg, reply, [str(doomed), str(healthy)], repeat=2, concurrency=2, max_servers=2)
     outcomes = sorted(outcome(e)[:2] for e in episodes)
     assert outcomes == [(False, "env_lost"), (True, "env_done")]
-
-
-@pytest.fixture(scope="module")
-def mcp_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from tests.support.fixture_envs import make_mcp_app
-
-    with serve_app(make_mcp_app(), ready_path="/health") as url:
-        return generate_from_server("echo_add", str(url), tmp_path_factory.mktemp("pkgs"))
 
 
 def test_mcp_tools_are_typed_shown_and_their_errors_returned(mcp_pkg: str, mcp_server: str) -> None:

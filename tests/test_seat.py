@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.adapters import generate_from_server, load_env, outcome, run_all
-from tests.support.fixture_envs import make_mcp_app, make_wordle_app
+from tests.support.adapters import load_env, outcome, run_all
 from tests.support.rollout import run_eval
 from tests.support.scripted_model import Script, ScriptedChatModel, ToolCalls
 from tests.support.servers import serve_app
@@ -41,18 +40,6 @@ def _comparable(trace: dict[str, Any]) -> dict[str, Any]:
 
 def _usage(trace: dict[str, Any]) -> tuple[int, int]:
     return trace["num_input_tokens"], trace["num_output_tokens"]
-
-
-@pytest.fixture(scope="module")
-def wordle_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    with serve_app(make_wordle_app(), ready_path="/health") as url:
-        return generate_from_server("wordle", str(url), tmp_path_factory.mktemp("pkgs"))
-
-
-@pytest.fixture(scope="module")
-def mcp_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    with serve_app(make_mcp_app(), ready_path="/health") as url:
-        return generate_from_server("echo_add", str(url), tmp_path_factory.mktemp("pkgs"))
 
 
 def test_the_default_seat_plays_like_null(tmp_path: Path, wordle_server: str) -> None:

@@ -7,10 +7,7 @@ swarm that is not initialised is one line before any episode."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,12 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
-
 from openenvgen_runtime.launch import LaunchError
+
 from tests.support import docker_images
-from tests.support.adapters import generate_uv_fixture_package, load_env, model_context, outcome, wait_for
-from tests.support.rollout import VF_EVAL
+from tests.support.adapters import (
+    generate_uv_fixture_package,
+    load_env,
+    model_context,
+    outcome,
+    wait_for,
+)
+from tests.support.rollout import start_eval
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
 
@@ -144,18 +146,8 @@ def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, tok
 
     model = ScriptedChatModel(slow)
     with serve_app(model) as model_url:
-        config = {
-            "model": "scripted-model",
-            "push": False,
-            "output_dir": str(tmp_path),
-            "client": {"base_url": f"{model_url}/v1"},
-            "env": {"taskset": {"id": guess_pkg, **swarm_taskset(image, token, replicas=1)}},
-        }
-        (tmp_path / "eval.toml").write_text(tomli_w.dumps(config))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        proc = subprocess.Popen(
-            [VF_EVAL, "@", str(tmp_path / "eval.toml"), "--no-rich"],
-            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        proc = start_eval(
+            guess_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=swarm_taskset(image, token, replicas=1)
         )
         try:
             assert wait_for(lambda: len(model.requests) >= 1, 240), "episode never reached the model"

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from openenv import GenericEnvClient
-
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.tasks import (
     TaskApiError,
@@ -26,6 +25,8 @@ from openenvgen_runtime.tasks import (
     reset_tasks,
     run_blocking,
 )
+
+from tests.support.adapters import marked_processes, wait_for
 from tests.support.fixture_envs import make_wordle_app
 from tests.support.media_envs import TASK_ENV_NAME, make_task_api_app
 from tests.support.servers import serve_app
@@ -121,18 +122,6 @@ def test_task_api_errors_are_one_clear_line(task_server: str) -> None:
     assert parse_range(" 1 : ") == (1, None)
 
 
-def _marked(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker.encode() in (proc / "environ").read_bytes():
-                    pids.append(int(proc.name))
-            except OSError:
-                continue
-    return pids
-
-
 class CountEnvPackage(AdapterConfig):
     env: str | None = "test/count-env"
 
@@ -159,8 +148,5 @@ def test_launch_mode_reads_the_split_from_a_server_it_launches_and_stops() -> No
     assert specs == [
         TaskSpec(f"test/count-env#test:{i}", {"split": "test", "index": i, "seed": i}) for i in range(1, 5)
     ]
-    deadline = time.monotonic() + 30
-    while _marked(marker) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _marked(marker) == [], "the server launched to read the split is still running"
+    assert wait_for(lambda: marked_processes(marker) == [], timeout=30), "the server launched to read the split is still running"
     print(f"launch, read and stop took {time.monotonic() - started:.1f}s")

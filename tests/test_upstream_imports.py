@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.adapters import generate_from_server
-from tests.support.fixture_envs import make_wordle_app
 from tests.support.rollout import run_eval
 from tests.support.scripted_model import Script, ScriptedChatModel
 from tests.support.servers import serve_app
@@ -37,15 +35,13 @@ def test_the_client_skips_the_web_ui_and_a_later_server_still_gets_it() -> None:
 
 @pytest.mark.rollout
 def test_a_vf_eval_episode_never_imports_gradio(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    wordle_pkg: str, wordle_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A whole vf-eval run of a generated package, with Python's import log on."""
-    with serve_app(make_wordle_app(), ready_path="/health") as env_url:
-        package = generate_from_server("wordle", str(env_url), tmp_path / "pkgs")
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # vf-eval imports the package
-        monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
-        with serve_app(ScriptedChatModel(Script(["[slate]", "[crane]"]))) as model_url:
-            run = run_eval(package, model_url=str(model_url), out_dir=tmp_path / "eval", taskset={"base_url": str(env_url)})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # vf-eval imports the package
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    with serve_app(ScriptedChatModel(Script(["[slate]", "[crane]"]))) as model_url:
+        run = run_eval(wordle_pkg, model_url=str(model_url), out_dir=tmp_path, taskset={"base_url": wordle_server})
     assert run.returncode == 0 and run.printed == [(1.0, "env_done")], run.stderr[-3000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
     assert "openenv.core.env_client" in imported  # the WebSocket client was imported

@@ -13,6 +13,7 @@ from typing import Any
 
 OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
 UV_FIXTURE_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "uv_env"
+UV_FIXTURE_APP = "guess_env.server:app"
 """The guess-the-number env as a uv project (what the UV, Docker and Swarm tests launch)."""
 _ids = itertools.count()
 
@@ -89,3 +90,29 @@ def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1) -> bo
             return True
         time.sleep(interval)
     return predicate()
+
+
+def uv_taskset(marker: str, **extra: Any) -> dict[str, Any]:
+    """Taskset options that launch the UV fixture env with OpenEnv's UV provider; its
+    processes carry `marker` in their environment (see `marked_processes`)."""
+    env_vars = {"OPENENVGEN_TEST_MARKER": marker, **extra.pop("env_vars", {})}
+    return {
+        "env": "test/guess-env",
+        "startup_timeout": extra.pop("startup_timeout", 240),
+        "provider_kwargs": {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_FIXTURE_APP, "env_vars": env_vars},
+        **extra,
+    }
+
+
+def marked_processes(marker: str) -> list[int]:
+    """PIDs whose environment carries `marker` (a launched uv process and the uvicorn it runs)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
