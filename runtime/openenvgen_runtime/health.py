@@ -31,11 +31,11 @@ def _chain(error: BaseException) -> list[BaseException]:
 def server_failure(error: BaseException) -> str | None:
     """Why `error` (raised by a reset) shows the server itself failing, or None when it is
     the episode's own error."""
-    for link in _chain(error):
+    chain = _chain(error)
+    for link in chain:
         if isinstance(link, InvalidStatus):
             status = link.response.status_code
             return f"HTTP {status} on the WebSocket handshake" if status >= 500 else None
-    chain = _chain(error)
     if any(isinstance(link, OSError) and link.errno == errno.ECONNREFUSED for link in chain):
         return "connection refused"
     if any(isinstance(link, ConnectionClosed) for link in chain):

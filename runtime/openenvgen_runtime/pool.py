@@ -72,16 +72,18 @@ class Server:
         return self.down is None and (self.capacity is None or self.active < self.capacity)
 
 
-async def fetch_server_info(url: str, *, mcp: bool, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
-    async with httpx.AsyncClient(timeout=timeout) as http:
-        response = await http.get(f"{url}/schema")
-        response.raise_for_status()
-        schema = response.json()
-        tools = None
-        if mcp:
-            reply = await http.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1})
-            reply.raise_for_status()
-            tools = reply.json()["result"]["tools"]
+async def fetch_server_info(
+    http: httpx.AsyncClient, url: str, *, mcp: bool, timeout: float = 10.0
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+    response = await http.get(f"{url}/schema", timeout=timeout)
+    response.raise_for_status()
+    schema = response.json()
+    tools = None
+    if mcp:
+        payload = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}
+        reply = await http.post(f"{url}/mcp", json=payload, timeout=timeout)
+        reply.raise_for_status()
+        tools = reply.json()["result"]["tools"]
     return schema, tools
 
 
@@ -166,8 +168,9 @@ class ServerPool:
         self._sweeper = asyncio.create_task(self._sweep_forever())
 
     async def _describe(self, server: Server) -> None:
+        assert self._http is not None
         try:
-            server.schema, server.tools = await fetch_server_info(server.url, mcp=self.mcp)
+            server.schema, server.tools = await fetch_server_info(self._http, server.url, mcp=self.mcp)
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
             raise LaunchError(f"{server.url}: cannot read the env's /schema: {e}") from None
 
