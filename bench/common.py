@@ -42,6 +42,34 @@ def bench_env() -> dict[str, str]:
     return env
 
 
+def write_eval_config(out_dir: Path, *, model_url: str, episodes: int, concurrency: int, env: dict[str, Any]) -> Path:
+    """`out_dir/eval.toml`: one vf-eval run against the bench's scripted model."""
+    import tomli_w
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model": "scripted-model",
+        "num_rollouts": episodes,
+        "max_concurrent": concurrency,
+        "push": False,
+        "output_dir": str(out_dir),
+        "client": {"base_url": f"{model_url}/v1", "api_key_var": "SCRIPTED_API_KEY"},
+        "env": env,
+    }
+    path = out_dir / "eval.toml"
+    path.write_text(tomli_w.dumps(config))
+    return path
+
+
+def eval_env(package_dir: Path | None = None, **extra: str) -> dict[str, str]:
+    """vf-eval's environment: the bench's, the scripted model's key, and `package_dir`
+    (a generated package) importable."""
+    env = {**bench_env(), "SCRIPTED_API_KEY": "scripted", "NO_COLOR": "1", **extra}
+    if package_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(package_dir), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
 def median(values: Iterable[float]) -> float:
     return statistics.median(list(values))
 

@@ -48,8 +48,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import tomli_w
-
 from common import (
     BENCH,
     CONCURRENT_APP,
@@ -60,9 +58,11 @@ from common import (
     VF_EVAL,
     TreeSampler,
     bench_env,
+    eval_env,
     load_average,
     log,
     marked_pids,
+    write_eval_config,
 )
 
 SCRIPT = ['{"guess": 3}', "7"]
@@ -161,28 +161,22 @@ def run_eval(
     """One `vf-eval` process; returns counts, wall time, CPU time and peak memory of its
     tree. `seat`: the runtime's default is the in-process seat, the built-in's `null`."""
     seat = seat or ("in-process" if adapter == "runtime" else "null")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    config = {
-        "model": "scripted-model",
-        "num_rollouts": episodes,
-        "max_concurrent": concurrency,
-        "push": False,
-        "output_dir": str(out_dir),
-        "client": {"base_url": f"{model_url}/v1", "api_key_var": "SCRIPTED_API_KEY"},
-        "env": {"taskset": _taskset(adapter, transport), "player": PLAYERS[seat]},
-    }
-    (out_dir / "eval.toml").write_text(tomli_w.dumps(config))
+    config = write_eval_config(
+        out_dir,
+        model_url=model_url,
+        episodes=episodes,
+        concurrency=concurrency,
+        env={"taskset": _taskset(adapter, transport), "player": PLAYERS[seat]},
+    )
     marker = f"OPENENVGEN_BENCH_{uuid.uuid4().hex}"
-    env = {**bench_env(), "SCRIPTED_API_KEY": "scripted", "NO_COLOR": "1", marker: "1"}
-    if adapter == "runtime":
-        env["PYTHONPATH"] = os.pathsep.join([str(package_dir), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = eval_env(package_dir if adapter == "runtime" else None, **{marker: "1"})
     load_before = load_average()
     cpu_before = _children_cpu()
     timed_out = False
     with open(out_dir / "stdout.txt", "wb") as stdout, open(out_dir / "stderr.txt", "wb") as stderr:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [VF_EVAL, "@", str(out_dir / "eval.toml"), "--no-rich"],
+            [VF_EVAL, "@", str(config), "--no-rich"],
             cwd=out_dir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
         )
         with TreeSampler(proc.pid, marker, interval=0.5) as sampler:

@@ -33,11 +33,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, CONCURRENT_APP, ENV_ID, OPENENV_GEN, UV_ENV_PROJECT, VF_EVAL, bench_env, load_average, log  # noqa: E402
+from common import (  # noqa: E402
+    BENCH,
+    CONCURRENT_APP,
+    ENV_ID,
+    OPENENV_GEN,
+    UV_ENV_PROJECT,
+    VF_EVAL,
+    bench_env,
+    eval_env,
+    load_average,
+    log,
+    write_eval_config,
+)
 
 SCRIPT = ['{"guess": 3}', "7"]
 TURNS_PER_EPISODE = len(SCRIPT)
@@ -158,27 +168,23 @@ def one_run(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with serve_app(model) as model_url:
-        config = {
-            "model": "scripted-model",
-            "num_rollouts": episodes,
-            "max_concurrent": concurrency,
-            "push": False,
-            "output_dir": str(out_dir),
-            "client": {"base_url": f"{model_url}/v1", "api_key_var": "SCRIPTED_API_KEY"},
-            "env": {
+        config = write_eval_config(
+            out_dir,
+            model_url=str(model_url),
+            episodes=episodes,
+            concurrency=concurrency,
+            env={
                 "taskset": {"id": PACKAGE_ID, "base_url": [s.url for s in fleet]},
                 "player": {"max_turns": 12},
                 "retries": {"max_retries": retries},
             },
-        }
-        (out_dir / "eval.toml").write_text(tomli_w.dumps(config))
-        env = {**bench_env(), "SCRIPTED_API_KEY": "scripted", "NO_COLOR": "1"}
-        env["PYTHONPATH"] = os.pathsep.join([str(package_dir), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        )
+        env = eval_env(package_dir)
         load_before = load_average()
         started = time.perf_counter()
         with open(out_dir / "stderr.txt", "wb") as stderr:
             proc = subprocess.Popen(
-                [VF_EVAL, "@", str(out_dir / "eval.toml"), "--no-rich"],
+                [VF_EVAL, "@", str(config), "--no-rich"],
                 cwd=out_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                 start_new_session=True,
             )
