@@ -134,7 +134,8 @@ def test_text_only_observations_stay_a_plain_string() -> None:
         observation = reset(str(url), secret="crane")
     view = ObservationView(asset_base_url=str(url))
     expected = {k: v for k, v in observation.items() if k not in ("done", "reward", "metadata")}
-    content = asyncio.run(view.content(observation))
+    rendered = render(view, observation)
+    content = rendered.content(f"Observation:\n{rendered.text}")
     # Exactly the compact JSON the runtime has always sent, minus `metadata`.
     assert content == "Observation:\n" + json.dumps(expected, ensure_ascii=False)
 

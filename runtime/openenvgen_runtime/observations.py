@@ -213,11 +213,6 @@ class ObservationView:
                 notes[path] = item.note(len(media))
         return RenderedObservation(_replace(visible, notes), tuple(media))
 
-    async def content(self, observation: dict[str, Any]) -> str | list[ContentPart]:
-        """`Observation:\\n<json>` (the runtime's observation text) with its attachments."""
-        rendered = await self.render(observation)
-        return rendered.content(f"Observation:\n{rendered.text}")
-
     async def _load(self, path: tuple[str | int, ...], value: str, source: str, http: httpx.AsyncClient | None) -> Media:
         where = _dotted(path)
         if source == BASE64_SUFFIX:
