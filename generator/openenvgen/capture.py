@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import httpx
+from openenvgen_schemas.modeldiff import is_mcp_action
 
 from openenvgen.errors import SourceError, UsageError
 
@@ -359,11 +360,6 @@ def plan_for(env: EnvFolder, *, mcp: bool, catalog_toml: Path = CATALOG_TOML) ->
     return Plan(reset=dict((entry.get("resets") or [{}])[0]), actions=[wire_form(a, mcp=mcp) for a in episode])
 
 
-def is_mcp_schema(schema: dict[str, Any]) -> bool:
-    # The action's title can be a subclass name: the `type` constant is what tells.
-    return (schema.get("action", {}).get("properties", {}).get("type", {}) or {}).get("const") == "call_tool"
-
-
 def _write(folder: Path, name: str, value: Any) -> None:
     (folder / name).write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", "utf-8")
 
@@ -388,7 +384,8 @@ def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]
         _write(folder, "health.json", _get(client, "/health"))
         schema = _get(client, "/schema")
         _write(folder, "schema.json", schema)
-        mcp = is_mcp_schema(schema)
+        action = schema.get("action")
+        mcp = isinstance(action, dict) and is_mcp_action(action)
         metadata = client.get("/metadata")
         if metadata.status_code != 200:
             notes.append(f"GET /metadata answered {metadata.status_code}: the env cannot be created here, no session recorded")
