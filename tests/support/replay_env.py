@@ -36,7 +36,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, TypeVar
 
 import jsonschema
 from fastapi import FastAPI
@@ -47,7 +47,9 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_environment import MCPEnvironment
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
-from pydantic import ConfigDict, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 __all__ = [
     "RECORDINGS",
@@ -264,17 +266,22 @@ def _action_class(corpus: str, schema_json: str) -> type[CapturedAction]:
     return type(schema.get("title", "CapturedAction"), (CapturedAction,), {"captured_schema": schema, "__module__": __name__})
 
 
-@functools.cache
-def _mcp_action_class(corpus: str, schema_json: str) -> type[CallToolAction]:
-    schema = json.loads(schema_json)
+def _with_captured_schema(base: type[_Model], schema: dict[str, Any], untitled: str) -> type[_Model]:
+    """A subclass of `base` whose JSON schema (as `/schema` serves it) is `schema`, named
+    by its title (else `untitled`)."""
 
-    class CapturedCallToolAction(CallToolAction):
+    class Captured(base):  # type: ignore[valid-type,misc]
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
             return copy.deepcopy(schema)
 
-    CapturedCallToolAction.__name__ = CapturedCallToolAction.__qualname__ = schema.get("title", "CallToolAction")
-    return CapturedCallToolAction
+    Captured.__name__ = Captured.__qualname__ = schema.get("title", untitled)
+    return Captured
+
+
+@functools.cache
+def _mcp_action_class(corpus: str, schema_json: str) -> type[CallToolAction]:
+    return _with_captured_schema(CallToolAction, json.loads(schema_json), "CallToolAction")
 
 
 def server_action_class(recording: Recording) -> type[Action]:
@@ -319,15 +326,7 @@ class ReplayObservation(Observation):
 
 def _observation_class(recording: Recording) -> type[ReplayObservation]:
     """A ReplayObservation whose `/schema` entry is the captured observation schema."""
-    captured = recording.schema["observation"]
-
-    class CapturedObservation(ReplayObservation):
-        @classmethod
-        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return copy.deepcopy(captured)
-
-    CapturedObservation.__name__ = CapturedObservation.__qualname__ = captured.get("title", "CapturedObservation")
-    return CapturedObservation
+    return _with_captured_schema(ReplayObservation, recording.schema["observation"], "CapturedObservation")
 
 
 def _metadata(recording: Recording) -> EnvironmentMetadata:
