@@ -446,9 +446,6 @@ def _record_session(url: str, folder: Path, plan: Plan, *, mcp: bool) -> str:
 # ---------------------------------------------------------------------------
 
 
-_RECORDED = ("*.json",)
-
-
 def capture_env(env: EnvFolder, out: Path, *, commit: str, timeout: float, logs: Path, catalog_toml: Path = CATALOG_TOML) -> list[str]:
     """Start, record and stop one env into `out/<env dir>`; raises CaptureFailed."""
     folder = out / env.name

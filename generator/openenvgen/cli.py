@@ -25,8 +25,6 @@ except ImportError:  # older typer uses click itself
 from openenvgen import __version__
 from openenvgen.errors import GenError, UsageError
 
-SUBCOMMANDS = ("generate", "check", "list", "regen", "publish", "capture")
-
 
 def _without_type_labels(params: list) -> list:  # type: ignore[type-arg]
     """Flags take no value, so help shows no `<bool>` beside them (typer labels every option

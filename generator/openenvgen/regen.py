@@ -45,7 +45,6 @@ CHANGELOG = "CHANGELOG.md"
 CHANGELOG_MARKER = "<!-- openenv-gen:changelog -->"
 CUSTOM_MODULE = "custom.py"
 """The user-owned hooks module inside the import package (scaffolded once, never in the lock)."""
-SCAFFOLD_ANSWERS = ".copier-answers.yml"
 
 
 # --- where the upstream schema of each package comes from -----------------------------------
