@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 GENERATED := $(wildcard generated/*/pyproject.toml)
 
-.PHONY: demo install test test-fast check catalog bench clean
+.PHONY: demo install test test-fast check catalog bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,10 @@ demo: $(BIN)/python
 		|| { cat build/demo.log; exit 1; }
 	@echo "ready: . $(VENV)/bin/activate && vf-eval wordle-openenv -m MODEL --no-push"
 
-# Generator + schemas + runtime + every checked-in generated package, editable, with test extras.
+# Generator + schemas + runtime + every checked-in generated package, editable, with the test
+# and docs extras.
 install: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ".[test]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ".[test,docs]" $(foreach p,$(GENERATED),-e $(dir $(p)))
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
 test: install
@@ -51,6 +52,11 @@ catalog: install
 # `make bench QUICK=1` is the short run (P4 at 16@4 only, P5 once each).
 bench: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py $(if $(QUICK),--quick)
+
+# The documentation site into build/site; --strict makes a broken link, a missing page or a
+# reference entry without its docstring fail the build.
+docs: install
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) build dist wordle-openenv .pytest_cache .hypothesis
