@@ -1,9 +1,17 @@
-"""Shared fixtures: real OpenEnv servers on loopback, the corpus, and generated packages."""
+"""Shared fixtures: real OpenEnv servers on loopback, the corpus, and generated packages.
+
+It also keeps skips loud. What a run could not test here is listed once in a terminal
+summary section: each collected test module's `SUMMARY` lines (e.g. the catalog envs that
+have no offline episode), and one line per reason a group of tests skipped. Tests marked
+`docker` or `swarm` skip when no Docker daemon answers, and fail instead when
+OPENENVGEN_REQUIRE_DOCKER=1 (set by .ci/run, so CI never passes without them).
+"""
 
 from __future__ import annotations
 
 import importlib
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +24,61 @@ from openenvgen.spec import EnvSpec
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 _counter = itertools.count()
+REQUIRE_DOCKER = "OPENENVGEN_REQUIRE_DOCKER"
+"""Set to 1, a docker/swarm test that would skip for want of a daemon fails instead."""
+DOCKER_MARKERS = ("docker", "swarm")
+_NOTES = pytest.StashKey[list[str]]()
+_DOCKER_PROBLEM = pytest.StashKey[tuple[str | None]]()
+
+
+# --- what this run did not test, said once --------------------------------------------------
+
+
+def summary_note(config: pytest.Config, line: str) -> None:
+    """Add `line` (once) to this run's terminal summary section."""
+    notes = config.stash.setdefault(_NOTES, [])
+    if line not in notes:
+        notes.append(line)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {id(m): m for m in (getattr(item, "module", None) for item in items) if m is not None}
+    for module in modules.values():
+        for line in getattr(module, "SUMMARY", ()):
+            summary_note(config, line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    notes = config.stash.get(_NOTES, [])
+    if notes:
+        terminalreporter.section("not tested on this machine", yellow=True, bold=True)
+        for line in notes:
+            terminalreporter.write_line(line, yellow=True, bold=True)
+
+
+def skip_loudly(config: pytest.Config, group: str, reason: str, *, required_by: str | None = None) -> None:
+    """Skip the current test for `reason`, with one summary line per (group, reason); fail
+    instead when the environment variable `required_by` is 1."""
+    if required_by and os.environ.get(required_by) == "1":
+        pytest.fail(f"{group} cannot run here ({required_by}=1 requires them): {reason}", pytrace=False)
+    summary_note(config, f"SKIPPED {group}: {reason}")
+    pytest.skip(f"{group}: {reason}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not any(item.get_closest_marker(m) for m in DOCKER_MARKERS):
+        return
+    if _DOCKER_PROBLEM not in item.config.stash:
+        from tests.support.docker_images import daemon_problem
+
+        item.config.stash[_DOCKER_PROBLEM] = (daemon_problem(),)
+    (problem,) = item.config.stash[_DOCKER_PROBLEM]
+    if problem:
+        skip_loudly(item.config, "docker and swarm tests", f"they need a Docker daemon: {problem}", required_by=REQUIRE_DOCKER)
+
+
+# --- fixtures --------------------------------------------------------------------------------
 
 
 def corpus_dirs() -> list[str]:
