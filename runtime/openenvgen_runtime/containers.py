@@ -24,7 +24,7 @@ import uuid
 from typing import Any
 
 from openenvgen_runtime import upstream
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
 RUNTIME_LABEL = "openenvgen.runtime"
 """On every container and service this runtime starts."""

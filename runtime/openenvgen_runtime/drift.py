@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from openenvgen_schemas.modeldiff import RANK, Change, ModelDiff, diff_interfaces, is_mcp_action
 
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
 logger = logging.getLogger(__name__)
 

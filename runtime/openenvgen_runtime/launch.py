@@ -29,6 +29,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from openenvgen_runtime.errors import LaunchError
+
 _PR_SET_PDEATHSIG = 1
 UV_OPTIONS = ("project_path", "app", "host", "reload", "env_vars", "port", "workers")
 DOCKER_OPTIONS = ("image", "tag", "port", "env_vars")
@@ -36,11 +38,6 @@ SWARM_OPTIONS = ("image", "tag", "env_vars", "cpu_limit", "memory_limit", "const
 TIMEOUT_OPTIONS = ("startup_timeout", "context_timeout_s")
 COMMAND_PREFIX = "$ "
 """Starts the first line of a UV server's log: the command that was run."""
-
-
-class LaunchError(RuntimeError):
-    """A server could not be started or reached. Uncaught, it prints as its message alone
-    (see `install_error_hook`): a launch failure is one line, plus the server's log tail."""
 
 
 def install_error_hook() -> None:

@@ -37,7 +37,7 @@ import httpx
 
 from openenvgen_runtime import health, launch, upstream
 from openenvgen_runtime.config import AdapterConfig
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from openenvgen_runtime import upstream
 from openenvgen_runtime.containers import docker, label_args, last_line
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command", "overlay_network")
 
