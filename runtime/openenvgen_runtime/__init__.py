@@ -1,5 +1,7 @@
 """openenvgen-runtime: the shared base of every package openenv-gen generates.
 
+Layers (each module imports only modules of layers left of its own): actions, errors, health, observations, ranges, scoring, seat, upstream < config, containers, drift, extensions, prompts < launch < swarm < pool < episode, tasks < taskset
+
 Execution model: one server pool per run (OpenEnv's UV provider by default, its Docker
 provider, or existing `base_url` servers), shared by all episodes. Each entry of
 `resets` is one task; each episode is one WebSocket session on a pooled server, driven
