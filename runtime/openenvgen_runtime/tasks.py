@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
@@ -34,8 +33,9 @@ from typing import Any, TypeVar
 
 import httpx
 
+from openenvgen_runtime.ranges import parse_range
+
 _T = TypeVar("_T")
-_RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
 
 
 class TaskApiError(RuntimeError):
@@ -58,17 +58,6 @@ class SplitTasks:
     split: str
     num_tasks: int
     indices: range
-
-
-def parse_range(text: str | None) -> tuple[int | None, int | None]:
-    """`"START:STOP"` (Python slice bounds, either side optional) as (start, stop)."""
-    if text is None:
-        return None, None
-    match = _RANGE.match(text)
-    if match is None:
-        raise ValueError(f"split_range must be START:STOP (e.g. 0:100, :50, 10:), not {text!r}")
-    start, stop = (int(g) if g is not None else None for g in match.groups())
-    return start, stop
 
 
 def seeded(reset: dict[str, Any], index: int) -> dict[str, Any]:
