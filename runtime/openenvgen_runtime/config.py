@@ -8,11 +8,14 @@ from typing import Any, ClassVar, Literal, Self
 import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
+from openenvgen_runtime.ranges import parse_range
+
 
 class AdapterConfig(vf.TasksetConfig):
     env: str | None = None
     """OpenEnv env id to launch; generated packages set their own default. With `base_url`
-    it launches nothing (setting both explicitly is an error) but still names the tasks."""
+    it launches nothing but still names the tasks; an `env` other than the package's own
+    beside `base_url` is an error."""
     base_url: str | list[str] | None = None
     """Existing server(s) to use instead of launching `env`; a list spreads episodes over
     a fleet run elsewhere."""
@@ -77,9 +80,16 @@ class AdapterConfig(vf.TasksetConfig):
 
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
-        explicit = self.model_fields_set
-        if "env" in explicit and "base_url" in explicit and self.env and self.base_url:
-            raise ValueError("set `env` or `base_url`, not both: drop `env` to use the running server")
+        # Decided from the values alone, never from which fields were set: verifiers' env
+        # server ships the config to its workers as a full dump (every field set) and
+        # rebuilds it there, so a package's default `env` beside `base_url` must mean the
+        # same in a worker as it does where the user wrote the config.
+        package_env = type(self).model_fields["env"].default
+        if self.env and self.base_url and self.env != package_env:
+            raise ValueError(
+                "set `env` or `base_url`, not both: drop `env` to use the running server "
+                f"(`env` {self.env!r} is not the package's own, {package_env!r})"
+            )
         if not self.env and not self.base_url:
             raise ValueError("set `env` (an OpenEnv env id to launch) or `base_url` (a running server)")
         if self.use_docker and self.use_swarm:
@@ -87,8 +97,6 @@ class AdapterConfig(vf.TasksetConfig):
         if self.split_range is not None and not self.split:
             raise ValueError("`split_range` picks tasks of a `split`: set `split` too")
         if self.split_range is not None:
-            from openenvgen_runtime.tasks import parse_range
-
             parse_range(self.split_range)
         if self.PROVIDER_DEFAULTS and not (self.use_docker or self.use_swarm):
             # Set in __dict__ so the merge does not count as the user setting the field.
