@@ -48,8 +48,9 @@ catalog: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/recordings \
 		--catalog generator/openenvgen/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT))
 
-# Benchmarks P1..P5 (bench/run.py): writes bench/out/results.json and bench/out/results.md.
-# `make bench QUICK=1` is the short run (P4 at 16@4 only, P5 once each).
+# Benchmarks P1..P6, P8 and R4 (bench/run.py), side by side in one run: writes
+# bench/out/results.{json,md} and bench/RESULTS.md (machine, load, commit in its header).
+# `make bench QUICK=1`: smaller sizes, the same comparisons (bench/run.py says which).
 bench: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py $(if $(QUICK),--quick)
 
