@@ -113,11 +113,24 @@ def test_conflicting_sources(tmp_path: Path) -> None:
     _one_line_error(result, 64, "not both")
 
 
-@pytest.mark.parametrize("name", ["check", "list"])
-def test_subcommand_names_are_not_env_names(name: str) -> None:
-    # `openenv-gen list` lists; it never generates a package called "list".
-    result = gen(name, "--help")
-    assert result.returncode == 0
+SUBCOMMAND_HELP = {
+    "check": ("Re-render packages from their snapshots", "--upstream"),
+    "list": ("Show the embedded catalog", "--json"),
+}
+"""Each subcommand's own help: its summary line and an option only it has."""
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMAND_HELP))
+def test_subcommand_names_are_not_env_names(name: str, tmp_path: Path) -> None:
+    # `openenv-gen list --help` is list's help; it never generates a package called "list"
+    # (the default `generate` would also exit 0 on --help, with its own text).
+    result = gen(name, "--help", cwd=tmp_path, env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    assert result.returncode == 0, result.stderr
+    summary, option = SUBCOMMAND_HELP[name]
+    assert f"Usage: openenv-gen {name} [OPTIONS]" in result.stdout
+    assert summary in result.stdout and option in result.stdout
+    assert "--no-scaffold" not in result.stdout  # an option of generate only
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_reserved_package_names(tmp_path: Path) -> None:

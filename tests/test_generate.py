@@ -129,17 +129,44 @@ def test_mcp_live_server_gets_typed_tool_models(mcp_server: str, tmp_path: Path)
         assert f"'{tool}': " in taskset
 
 
+# `openenv-gen ARGS` in a fresh interpreter that reports on stderr, last, whether the model
+# generator (datamodel-code-generator) was imported during the run.
+_IMPORT_PROBE = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write(f"\\ndmcg imported: {'datamodel_code_generator' in sys.modules}\\n"))
+from openenvgen.cli import main
+sys.argv = ["openenv-gen", *sys.argv[1:]]
+main()
+"""
+
+
+def gen_watching_codegen(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, bool]:
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
+    last = result.stderr.strip().splitlines()[-1]
+    assert last in ("dmcg imported: True", "dmcg imported: False"), result.stderr
+    return result, last.endswith("True")
+
+
 def test_models_cache_is_content_addressed_and_safe(tmp_path: Path) -> None:
-    """The second generation of the same schema reuses the cached models module; a damaged
-    entry is regenerated; output is identical either way, and the cache can be switched off."""
+    """The second generation of the same schema reuses the cached models module (the model
+    generator is not even imported); a damaged entry is regenerated; output is identical
+    either way, and the cache can be switched off."""
     cache = tmp_path / "cache"
     env = {"OPENENV_GEN_CACHE": str(cache)}
-    assert gen("wordle", "--out", str(tmp_path / "a"), "--no-scaffold", env=env).returncode == 0
+    first, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "a"), "--no-scaffold", env=env)
+    assert first.returncode == 0 and generated, first.stderr
     (entry,) = cache.glob("*.py")
     assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
+    # A cache hit: the same schema again, and datamodel-code-generator never runs.
+    hit, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "hit"), "--no-scaffold", env=env)
+    assert hit.returncode == 0 and not generated, hit.stderr
     entry.write_text("import os  # not ours\n")
-    assert gen("wordle", "--out", str(tmp_path / "b"), "--no-scaffold", env=env).returncode == 0
+    damaged, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "b"), "--no-scaffold", env=env)
+    assert damaged.returncode == 0 and generated, damaged.stderr
     assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
-    result = gen("wordle", "--out", str(tmp_path / "c"), "--no-scaffold", env={"OPENENV_GEN_CACHE": "off", "HOME": str(tmp_path / "h")})
-    assert result.returncode == 0 and not (tmp_path / "h").exists()
-    assert _tree(tmp_path / "a") == _tree(tmp_path / "b") == _tree(tmp_path / "c")
+    off_env = {"OPENENV_GEN_CACHE": "off", "HOME": str(tmp_path / "h")}
+    off, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "c"), "--no-scaffold", env=off_env)
+    assert off.returncode == 0 and generated and not (tmp_path / "h").exists(), off.stderr
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "hit") == _tree(tmp_path / "b") == _tree(tmp_path / "c")
