@@ -30,8 +30,11 @@ def capture_from_corpus(folder: Path) -> dict[str, Any]:
     elif (folder / "tools.json").exists():
         tools = json.loads((folder / "tools.json").read_text("utf-8"))["data"]["observation"]["tools"]
     # /schema.state is the generic base State in every capture: never generate from it.
+    kept = {"action": schema["action"], "observation": schema["observation"]}
+    if "reset_observation" in schema:  # served by openenv >= 0.10
+        kept["reset_observation"] = schema["reset_observation"]
     return {
-        "schema": {"action": schema["action"], "observation": schema["observation"]},
+        "schema": kept,
         "metadata": metadata,
         "tools": tools,
     }

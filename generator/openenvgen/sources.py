@@ -91,7 +91,7 @@ def from_server(base_url: str, timeout: float = TIMEOUT_S) -> Capture:
         if isinstance(schema["action"], dict) and is_mcp_action(schema["action"]):
             tools = _mcp_tools(client, base_url)
     return _capture(
-        {"action": schema["action"], "observation": schema["observation"]},
+        schema,
         metadata if isinstance(metadata, dict) else {},
         tools,
     )
@@ -121,8 +121,11 @@ def _capture(schema: Any, metadata: Any, tools: Any) -> Capture:
         raise SourceError("schema is not a JSON object")
     if tools is not None and not isinstance(tools, (list, tuple)):
         raise SourceError("tool list is not a list")
+    kept = {k: schema.get(k) for k in ("action", "observation")}
+    if "reset_observation" in schema:  # served by openenv >= 0.10; `state` is never generated from
+        kept["reset_observation"] = schema["reset_observation"]
     return Capture(
-        schema={k: schema.get(k) for k in ("action", "observation")},
+        schema=kept,
         metadata=metadata if isinstance(metadata, dict) else {},
         tools=None if tools is None else tuple(tools),
     )
