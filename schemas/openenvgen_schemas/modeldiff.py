@@ -15,6 +15,11 @@ metadata and defaults. Schemas are compared after `openenvgen_schemas.normalise`
 |        | optional; type or constraint widened             | present; type or constraint narrowed  |
 | patch  | descriptions, examples, defaults, metadata, env defaults                                 |
 
+A union action (`oneOf`/`anyOf` of object models) is compared member by member, paired by
+discriminator value or title (`action[call_tool].tool_name`): a member added is minor, one
+removed is major. The reset observation (`reset_observation`, where the server serves one;
+else the step observation) is an output like the observation.
+
 A change of the env's identity (its name, package, env id, or the name `/metadata` reports)
 is rated major and flagged as a warning: the package may be pointed at a different
 environment. Value changes carry the old and the new value (`Change.old`/`Change.new`);
@@ -49,7 +54,7 @@ from typing import Any, Literal
 
 from typing import Protocol
 
-from openenvgen_schemas.normalise import normalise
+from openenvgen_schemas.normalise import UNION_KEYS, UnionMember, normalise, tag_value, union_members
 
 
 class Tool(Protocol):
@@ -66,6 +71,7 @@ class Interface(Protocol):
     action_schema: dict[str, Any]
     observation_schema: dict[str, Any]
     tools: Iterable[Tool] | None
+    # Also read, when present: `reset_observation_schema` (None: reset returns a step observation).
 
 
 def is_mcp_action(action_schema: dict[str, Any]) -> bool:
@@ -207,10 +213,79 @@ def diff_interfaces(old: Interface, new: Interface) -> list[Change]:
         kinds = {True: "MCP tools", False: "typed action"}
         out.append(Change("major", "action", f"action kind changed: {kinds[old.is_mcp]} → {kinds[new.is_mcp]}"))
     else:
-        out += diff_schemas(old.action_schema, new.action_schema, where="action", direction="input")
+        out += diff_actions(old.action_schema, new.action_schema)
         out += _diff_tools(old.tools or (), new.tools or ())
     out += diff_schemas(old.observation_schema, new.observation_schema, where="observation", direction="output")
+    reset_before = getattr(old, "reset_observation_schema", None)
+    reset_after = getattr(new, "reset_observation_schema", None)
+    if reset_before is not None or reset_after is not None:
+        # No `reset_observation` in `/schema` means reset returns a step observation.
+        out += diff_schemas(
+            reset_before if reset_before is not None else old.observation_schema,
+            reset_after if reset_after is not None else new.observation_schema,
+            where="reset_observation",
+            direction="output",
+        )
     return out
+
+
+def diff_actions(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """The action schemas' changes. A union action is compared member by member, members
+    paired by their discriminator value (else their title); a plain object action next to a
+    union counts as a one-member union. A member added is minor (the model may send more),
+    one removed is major, and a paired member is compared like any action."""
+    before, after = union_members(old), union_members(new)
+    if before is None and after is None:
+        return diff_schemas(old, new, where="action", direction="input")
+    members_before = before if before is not None else [_as_member(old, after or [])]
+    members_after = after if after is not None else [_as_member(new, before or [])]
+    out: list[Change] = []
+    if before is not None and after is not None:
+        kind_before = next(k for k in UNION_KEYS if k in old)
+        kind_after = next(k for k in UNION_KEYS if k in new)
+        if kind_before != kind_after:
+            out.append(Change("major", "action", f"union changed: {kind_before} → {kind_after}"))
+        tag_before = members_before[0].tag_property if members_before else None
+        tag_after = members_after[0].tag_property if members_after else None
+        if tag_before != tag_after:
+            out.append(Change("major", "action", f"discriminator changed: {_short(tag_before)} → {_short(tag_after)}"))
+        if old.get("description") != new.get("description"):
+            out += diff_schemas(_annotations(old), _annotations(new), where="action", direction="input")
+    keyed_before = {m.key: m for m in members_before}
+    keyed_after = {m.key: m for m in members_after}
+    for key in keyed_before:
+        if key not in keyed_after:
+            out.append(Change("major", _member_path(key), "union member removed"))
+    for key in keyed_after:
+        if key not in keyed_before:
+            out.append(Change("minor", _member_path(key), "union member added"))
+    for key in keyed_before:
+        if key in keyed_after:
+            out += diff_schemas(keyed_before[key].schema, keyed_after[key].schema, where=_member_path(key), direction="input")
+    return out
+
+
+def _annotations(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k == "description"}
+
+
+def _member_path(key: str) -> str:
+    return f"action[{key}]" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"action[{json.dumps(key)}]"
+
+
+def _as_member(schema: dict[str, Any], others: list[UnionMember]) -> UnionMember:
+    """A plain object action as a union member, keyed as the other side's union keys its
+    members (by the discriminating property's value, else the title)."""
+    title = schema.get("title") if isinstance(schema.get("title"), str) else None
+    props = schema.get("properties") or {}
+    key = None
+    for other in others:
+        if other.tag_property is not None:
+            value = tag_value(props.get(other.tag_property))
+            if value is not None:
+                key = str(value)
+                break
+    return UnionMember(key=key or title or "#1", title=title, schema=schema)
 
 
 def _identity_change(path: str, before: str, after: str) -> Change:

@@ -14,13 +14,17 @@ Two schemas are "equal after normalisation" when they match once
   object with no properties is written `maxProperties: 0` (both accept only `{}`) and an
   open one drops its empty `properties`, and
 - in a `pattern`, a backslash before a quote character is dropped: datamodel-code-generator
-  writes patterns as raw strings, where a quote must be escaped, and `\'` matches `'`.
+  writes patterns as raw strings, where a quote must be escaped, and `\'` matches `'`, and
+- a `discriminator` keeps only its `propertyName`: its `mapping` names `$defs` entries,
+  i.e. class names, which are ours to choose (JSON Schema validation ignores the keyword;
+  which member a tag selects is the member's own `const` on that property).
 Property *names* are never touched: a field called `title` stays.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -68,6 +72,9 @@ def drop_titles(node: Any) -> Any:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title":
+            continue
+        if key == "discriminator" and isinstance(value, dict) and "propertyName" in value:
+            out[key] = {"propertyName": value["propertyName"]}
             continue
         if key == "description" and isinstance(value, str):
             cleaned = " ".join(value.split())
@@ -117,6 +124,92 @@ def _drop_factory_defaults(ours: Any, server: Any) -> Any:
             out[key] = _drop_factory_defaults(value, server.get(key))
         else:
             out[key] = value
+    return out
+
+
+UNION_KEYS = ("oneOf", "anyOf")
+
+
+@dataclass(frozen=True)
+class UnionMember:
+    """One alternative of a union action, its `$ref`s resolved one level."""
+
+    key: str
+    """What identifies it across versions: its discriminator value (the `const` of the
+    union's `discriminator.propertyName`, or of a property every member fixes), else its
+    title, else its position (`#2`)."""
+    title: str | None
+    schema: dict[str, Any]
+    """The member's schema, carrying the union's `$defs` so nested `$ref`s still resolve."""
+    tag_property: str | None = None
+    """The union's discriminating property, when it has one."""
+
+
+def union_branches(schema: Any) -> list[Any] | None:
+    """The branches of a schema whose root is a `oneOf`/`anyOf` (a union action), else None."""
+    if not isinstance(schema, dict) or "properties" in schema:
+        return None
+    for key in UNION_KEYS:
+        if isinstance(schema.get(key), list):
+            return schema[key]
+    return None
+
+
+def discriminator_property(schema: dict[str, Any], members: list[dict[str, Any]]) -> str | None:
+    """The property telling a union's members apart: the schema's `discriminator`, else the
+    one property every member fixes to a distinct `const` (Pydantic's tagged unions)."""
+    named = schema.get("discriminator")
+    if isinstance(named, dict) and isinstance(named.get("propertyName"), str):
+        return named["propertyName"]
+    common: set[str] | None = None
+    for member in members:
+        fixed = {name for name, prop in (member.get("properties") or {}).items() if tag_value(prop) is not None}
+        common = fixed if common is None else common & fixed
+    for name in sorted(common or ()):
+        values = [tag_value(m["properties"][name]) for m in members]
+        if len(set(map(repr, values))) == len(values):
+            return name
+    return None
+
+
+def tag_value(prop: Any) -> Any:
+    """The single value a property schema allows (`const`, or a one-value `enum`), else None."""
+    if not isinstance(prop, dict):
+        return None
+    if "const" in prop:
+        return prop["const"]
+    enum = prop.get("enum")
+    if isinstance(enum, list) and len(enum) == 1:
+        return enum[0]
+    return None
+
+
+def union_members(schema: dict[str, Any]) -> list[UnionMember] | None:
+    """The members of a union action schema, keyed so two versions can be paired; None when
+    the schema is not a union. A member's `$ref` (chain) is followed to its target."""
+    branches = union_branches(schema)
+    if branches is None:
+        return None
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    resolved = []
+    for branch in branches:
+        seen: set[str] = set()
+        node = branch
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name in seen or name not in defs:
+                break
+            seen.add(name)
+            node = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+        resolved.append(node if isinstance(node, dict) else {})
+    tag = discriminator_property(schema, resolved)
+    out = []
+    for i, member in enumerate(resolved, 1):
+        value = tag_value((member.get("properties") or {}).get(tag)) if tag else None
+        title = member.get("title") if isinstance(member.get("title"), str) else None
+        key = str(value) if value is not None else title or f"#{i}"
+        body = {**member, "$defs": defs} if defs else dict(member)
+        out.append(UnionMember(key=key, title=title, schema=body, tag_property=tag))
     return out
 
 
