@@ -38,6 +38,8 @@ class Models:
     action_class: str
     tool_classes: dict[str, str]
     """Tool name → argument model class name (empty for a typed-action env)."""
+    member_classes: tuple[str, ...] = ()
+    """A union action: its members' model classes, in the union's order (empty otherwise)."""
 
 
 def camel(text: str) -> str:
@@ -66,6 +68,9 @@ def _rewrite_refs(node: Any, renames: dict[str, str]) -> Any:
             if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
                 target = value.removeprefix("#/$defs/")
                 out[key] = f"#/$defs/{renames.get(target, target)}"
+            elif key == "mapping" and isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+                # A discriminator's mapping names `$defs` entries too.
+                out[key] = {tag: _rewrite_refs({"$ref": ref}, renames)["$ref"] for tag, ref in value.items()}
             else:
                 out[key] = _rewrite_refs(value, renames)
         return out
@@ -86,13 +91,41 @@ def _hoist(schema: dict[str, Any], defs: dict[str, Any], taken: set[str]) -> dic
     return _rewrite_refs(schema, renames)
 
 
+def union_members(root: dict[str, Any], defs: dict[str, Any], taken: set[str], stem: str) -> tuple[str, ...]:
+    """A union root's members as classes: each member written in place (not a `$ref`) moves
+    into `defs` under its title (or `<Stem>Action<i>`), so every member is a named model."""
+    key = next((k for k in ("oneOf", "anyOf") if isinstance(root.get(k), list)), None)
+    if key is None:
+        return ()
+    classes = []
+    branches = []
+    for i, branch in enumerate(root[key], 1):
+        ref = branch.get("$ref") if isinstance(branch, dict) else None
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(branch) == 1:
+            classes.append(ref.removeprefix("#/$defs/"))
+            branches.append(branch)
+            continue
+        cls = _class_name(branch.get("title"), f"{stem}Action{i}", taken)
+        defs[cls] = {**branch, "title": cls}
+        classes.append(cls)
+        branches.append({"$ref": f"#/$defs/{cls}"})
+    root[key] = branches
+    return tuple(classes)
+
+
 def combined_schema(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str]]:
     """One JSON schema whose root is the action and whose `$defs` hold every other model."""
+    root, action_class, tool_classes, _ = _combined(spec)
+    return root, action_class, tool_classes
+
+
+def _combined(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str], tuple[str, ...]]:
     taken: set[str] = set()
     defs: dict[str, Any] = {}
     action_class = _class_name(spec.action_schema.get("title"), f"{spec.class_stem}Action", taken)
     root = _hoist(spec.action_schema, defs, taken)
     root["title"] = action_class
+    members = union_members(root, defs, taken, spec.class_stem)
     tool_classes: dict[str, str] = {}
     for tool in spec.tools or ():
         cls = _class_name(None, f"{camel(tool.name)}Arguments", taken)
@@ -102,7 +135,7 @@ def combined_schema(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str]]
         defs[cls] = schema
     if defs:
         root["$defs"] = defs
-    return root, action_class, tool_classes
+    return root, action_class, tool_classes, members
 
 
 # The options below, as data: part of the cache key, so changing one invalidates the cache.
@@ -148,15 +181,15 @@ def _cache_key(root: dict[str, Any]) -> str:
 def generate_models(spec: EnvSpec) -> Models:
     """The models module for `spec`: from the content-addressed cache when this exact
     schema was generated before with these options and this datamodel-code-generator."""
-    root, action_class, tool_classes = combined_schema(spec)
+    root, action_class, tool_classes, members = _combined(spec)
     cache = _cache_dir()
     key = _cache_key(root)
     cached = cache / f"{key}.py" if cache is not None else None
     if cached is not None and cached.is_file():
         source = cached.read_text("utf-8")
         if source.startswith(HEADER):
-            return Models(source=source, action_class=action_class, tool_classes=tool_classes)
-    models = _generate(root, action_class, tool_classes)
+            return Models(source=source, action_class=action_class, tool_classes=tool_classes, member_classes=members)
+    models = _generate(root, action_class, tool_classes, members)
     if cached is not None:
         with contextlib.suppress(OSError):  # a read-only home must not break generation
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +199,9 @@ def generate_models(spec: EnvSpec) -> Models:
     return models
 
 
-def _generate(root: dict[str, Any], action_class: str, tool_classes: dict[str, str]) -> Models:
+def _generate(
+    root: dict[str, Any], action_class: str, tool_classes: dict[str, str], members: tuple[str, ...] = ()
+) -> Models:
     # Imported here: the CLI's other commands should not pay for it.
     from datamodel_code_generator import (
         DataModelType,
@@ -197,7 +232,9 @@ def _generate(root: dict[str, Any], action_class: str, tool_classes: dict[str, s
         "from pydantic.experimental.missing_sentinel import MISSING", "from pydantic import MISSING"
     )
     defined = set(re.findall(r"^class (\w+)\(", source, flags=re.M))
-    missing = ({action_class} | set(tool_classes.values())) - defined
+    missing = ({action_class} | set(tool_classes.values()) | set(members)) - defined
     if missing:
         raise SchemaError(f"model generation dropped {sorted(missing)}")
-    return Models(source=source.rstrip() + "\n", action_class=action_class, tool_classes=tool_classes)
+    return Models(
+        source=source.rstrip() + "\n", action_class=action_class, tool_classes=tool_classes, member_classes=members
+    )

@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from openenvgen_schemas.normalise import union_members
+
 from openenvgen.codegen import HEADER, Models, generate_models
 from openenvgen.spec import SPEC_FORMAT, EnvSpec, canonical_json
 
@@ -87,6 +89,7 @@ def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]
         "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
         "resets": [dict(r) for r in spec.defaults.resets],
         "tool_names": [t.name for t in spec.tools or ()],
+        "union_members": _union_rows(spec, models),
     }
     m = spec.module
     files = {
@@ -99,6 +102,21 @@ def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]
         f"{m}/snapshot.json": snapshot_text(spec),
     }
     return files
+
+
+def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:
+    """A union action's members for the README: model class, key (its tag or title), fields."""
+    members = union_members(spec.action_schema) or []
+    rows = []
+    for cls, member in zip(models.member_classes, members):
+        required = set(member.schema.get("required") or [])
+        fields = [
+            f"{name}{'' if name in required else '?'}"
+            for name in (member.schema.get("properties") or {})
+            if name != "metadata"
+        ]
+        rows.append({"cls": cls, "key": member.key, "fields": fields})
+    return rows
 
 
 def snapshot_text(spec: EnvSpec) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from openenvgen_schemas.modeldiff import is_mcp_action
+from openenvgen_schemas.normalise import UNION_KEYS, normalise, tag_value, union_branches
 
 from openenvgen.errors import SchemaError, UsageError
 
@@ -86,7 +87,11 @@ class EnvSpec(Frozen):
     """The generated package's version; `regen` bumps it by the impact of a schema change."""
     metadata: EnvMetadata
     action_schema: dict[str, Any]
+    """One object schema, or a `oneOf`/`anyOf` of object schemas (a union action)."""
     observation_schema: dict[str, Any]
+    reset_observation_schema: dict[str, Any] | None = None
+    """What `reset` returns, when `/schema` says (`reset_observation`, openenv ≥ 0.10);
+    None when the server does not, i.e. reset returns a step observation."""
     tools: tuple[ToolSpec, ...] | None = None
     """The MCP tool list; None for an env with a typed action."""
     defaults: EnvDefaults = EnvDefaults()
@@ -111,10 +116,16 @@ class EnvSpec(Frozen):
 
     @property
     def schema_sha256(self) -> str:
-        return schema_digest(self.action_schema, self.observation_schema, self.tools)
+        return schema_digest(self.action_schema, self.observation_schema, self.tools, self.reset_observation_schema)
+
+    @property
+    def is_union(self) -> bool:
+        return union_branches(self.action_schema) is not None
 
     def snapshot(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        # A server without `reset_observation` leaves no key, so such snapshots stay as they were.
+        exclude = {"reset_observation_schema"} if self.reset_observation_schema is None else set()
+        return self.model_dump(mode="json", exclude=exclude)
 
 
 def validate_name(value: str) -> str:
@@ -131,13 +142,18 @@ def canonical_json(value: Any) -> str:
 
 
 def schema_digest(
-    action: dict[str, Any], observation: dict[str, Any], tools: tuple[ToolSpec, ...] | None
+    action: dict[str, Any],
+    observation: dict[str, Any],
+    tools: tuple[ToolSpec, ...] | None,
+    reset_observation: dict[str, Any] | None = None,
 ) -> str:
     payload = {
         "action": action,
         "observation": observation,
         "tools": None if tools is None else [t.model_dump(mode="json") for t in tools],
     }
+    if reset_observation is not None:
+        payload["reset_observation"] = reset_observation
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
@@ -163,6 +179,91 @@ def _check_object_schema(schema: Any, what: str) -> dict[str, Any]:
     if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
         raise SchemaError(f"{what} schema is not an object schema with properties")
     return schema
+
+
+def _check_action_schema(schema: Any) -> dict[str, Any]:
+    """One object schema, or a union of object schemas (see `_check_union`)."""
+    if not isinstance(schema, dict):
+        raise SchemaError("action schema is not a JSON object")
+    if union_branches(schema) is not None:
+        _check_union(schema)
+        return schema
+    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
+        raise SchemaError("action schema is not an object schema with properties, nor a oneOf/anyOf of object schemas")
+    return schema
+
+
+def _resolve_member(branch: Any, defs: dict[str, Any], index: int, trail: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A union member with its `$ref` chain followed; a chain that comes back to a name it
+    passed, directly or through a nested union, is a cycle."""
+    node = branch
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str):
+        name = node["$ref"].rsplit("/", 1)[-1]
+        if name in trail:
+            raise SchemaError(f"action union member {index} is a $ref cycle: {' → '.join((*trail, name))}")
+        if name not in defs:
+            raise SchemaError(f"action schema has an unresolved $ref {node['$ref'][:80]!r}")
+        trail = (*trail, name)
+        node = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+    nested = union_branches(node)
+    if nested is not None:
+        for sub in nested:
+            _resolve_member(sub, defs, index, trail)
+        raise SchemaError(f"action union member {index} is itself a union; list its members in the action's oneOf")
+    if not isinstance(node, dict) or node.get("type") != "object" or not isinstance(node.get("properties", {}), dict):
+        kind = node.get("type") if isinstance(node, dict) else type(node).__name__
+        raise SchemaError(f"action union member {index} is not an object schema (type {str(kind)[:40]!r}); a union action must be a oneOf/anyOf of objects")
+    return node
+
+
+def _check_union(schema: dict[str, Any]) -> None:
+    """A union action: every member an object schema, no two members alike (by title, by
+    tag or by shape), and a `discriminator`, when named, fixed by every member."""
+    keyword_used = next(k for k in UNION_KEYS if isinstance(schema.get(k), list))
+    branches = schema[keyword_used]
+    if not branches:
+        raise SchemaError(f"action schema's {keyword_used} has no members")
+    defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
+    members = [_resolve_member(b, defs, i) for i, b in enumerate(branches, 1)]
+    titles: dict[str, int] = {}
+    shapes: dict[str, int] = {}
+    for i, member in enumerate(members, 1):
+        title = member.get("title")
+        if isinstance(title, str):
+            if title in titles:
+                raise SchemaError(f"action union members {titles[title]} and {i} collide: both are titled {title[:60]!r}")
+            titles[title] = i
+        try:
+            shape = canonical_json(normalise({**member, "$defs": defs}))
+        except ValueError as e:
+            raise SchemaError(f"action union member {i}: {e}") from None
+        if shape in shapes:
+            raise SchemaError(f"action union members {shapes[shape]} and {i} collide: they accept the same actions")
+        shapes[shape] = i
+    discriminator = schema.get("discriminator")
+    if discriminator is None:
+        return
+    name = discriminator.get("propertyName") if isinstance(discriminator, dict) else None
+    if not isinstance(name, str):
+        raise SchemaError("action schema's discriminator has no string propertyName")
+    tags: dict[str, int] = {}
+    for i, member in enumerate(members, 1):
+        prop = (member.get("properties") or {}).get(name)
+        label = f"member {i}" + (f" ({member['title'][:40]})" if isinstance(member.get("title"), str) else "")
+        if prop is None:
+            raise SchemaError(f"action schema's discriminator names {name[:40]!r}, a property union {label} does not have")
+        value = tag_value(prop)
+        if value is None:
+            raise SchemaError(f"action schema's discriminator {name[:40]!r} is not fixed to one value in union {label}")
+        tag = canonical_json(value)
+        if tag in tags:
+            raise SchemaError(f"action union members {tags[tag]} and {i} collide: both have {name[:40]} = {tag[:40]}")
+        tags[tag] = i
+    mapping = discriminator.get("mapping") or {}
+    if not isinstance(mapping, dict) or any(
+        not isinstance(ref, str) or ref.rsplit("/", 1)[-1] not in defs for ref in mapping.values()
+    ):
+        raise SchemaError("action schema's discriminator mapping names a schema that is not in its $defs")
 
 
 def _check_refs(schema: dict[str, Any], what: str) -> None:
@@ -250,11 +351,18 @@ def build_spec(
     size = len(canonical_json({"schema": schema, "tools": capture.tools}).encode())
     if size > MAX_SCHEMA_BYTES:
         raise SchemaError(f"schema and tool list are {size} bytes (limit {MAX_SCHEMA_BYTES})")
-    action = _check_object_schema(schema.get("action"), "action")
+    action = schema.get("action")
+    if isinstance(action, dict):
+        # Bounds and refs first: the union checks walk the schema.
+        _check_bounds(action, "action")
+        _check_refs(action, "action")
+    action = _check_action_schema(action)
     observation = _check_object_schema(schema.get("observation"), "observation")
-    _check_bounds(action, "action")
     _check_bounds(observation, "observation")
-    _check_refs(action, "action")
+    reset_observation = schema.get("reset_observation")
+    if reset_observation is not None:
+        reset_observation = _check_object_schema(reset_observation, "reset observation")
+        _check_bounds(reset_observation, "reset observation")
     tools: tuple[ToolSpec, ...] | None = None
     if is_mcp_action(action):
         if capture.tools is None:
@@ -282,6 +390,7 @@ def build_spec(
             metadata=_metadata(capture.metadata),
             action_schema=action,
             observation_schema=observation,
+            reset_observation_schema=reset_observation,
             tools=tools,
             defaults=defaults or EnvDefaults(),
         )
