@@ -5,8 +5,9 @@ compared with the package's `snapshot.json` by the very model diff `openenv-gen 
 --upstream` uses (`openenvgen_schemas.modeldiff`, with its normalisation: local `$ref`s
 inlined, titles dropped, descriptions compared without whitespace noise, tool docstrings
 reduced to their summary). Only what the model exchanges with the env counts: the action
-kind, the action schema, the tools and the observation schema; `/schema.state` and the
-env's metadata do not.
+kind, the action schema (a union member by member), the tools, the observation schema and
+the reset observation's (`reset_observation`, where served); `/schema.state` and the env's
+metadata do not.
 
 `on_drift` decides what a difference does:
 - "warn" (default): one log line with the diff summary (impact, then each change's path
@@ -53,6 +54,8 @@ class EnvInterface:
     action_schema: dict[str, Any]
     observation_schema: dict[str, Any]
     tools: tuple[ToolInfo, ...] | None = None
+    reset_observation_schema: dict[str, Any] | None = None
+    """None when reset returns a step observation (no `reset_observation` in `/schema`)."""
     is_mcp: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,12 +79,16 @@ def _tools(raw: Iterable[dict[str, Any]] | None) -> tuple[ToolInfo, ...] | None:
 def snapshot_interface(path: Path) -> EnvInterface:
     """The interface recorded in a package's `snapshot.json`."""
     data = json.loads(Path(path).read_text("utf-8"))
-    return EnvInterface(data["action_schema"], data["observation_schema"], _tools(data.get("tools")))
+    return EnvInterface(
+        data["action_schema"], data["observation_schema"], _tools(data.get("tools")), data.get("reset_observation_schema")
+    )
 
 
 def live_interface(schema: dict[str, Any], tools: list[dict[str, Any]] | None) -> EnvInterface:
     """The interface a server reports: its `/schema` reply and its tool list (MCP envs)."""
-    return EnvInterface(schema.get("action") or {}, schema.get("observation") or {}, _tools(tools))
+    return EnvInterface(
+        schema.get("action") or {}, schema.get("observation") or {}, _tools(tools), schema.get("reset_observation")
+    )
 
 
 def diff(snapshot: EnvInterface, live: EnvInterface) -> ModelDiff:

@@ -16,6 +16,13 @@ MCP_SYSTEM_PROMPT = (
     'Reply with exactly one JSON object, {"tool": NAME, "arguments": {...}}, and nothing else.'
 )
 
+UNION_SYSTEM_PROMPT = (
+    "You are acting in an environment, one action per turn. Each user message holds the "
+    "current observation and the schema of a valid action, which is one of several kinds "
+    "({names}). Reply with exactly one action as a JSON object matching one of them and "
+    "nothing else."
+)
+
 TOOLS_SYSTEM_PROMPT = (
     "You are acting in an environment, one action per turn. Each user or tool message "
     "holds the current observation. Take each action by calling {which}: exactly one "
@@ -25,9 +32,11 @@ TOOLS_SYSTEM_PROMPT = (
 
 def system_prompt(space: ActionSpace, hint: str = "", *, tools: bool = False) -> str:
     if tools:
-        text = TOOLS_SYSTEM_PROMPT.format(which="one of the tools" if space.is_mcp else f"the `{ACTION_TOOL}` tool")
+        text = TOOLS_SYSTEM_PROMPT.format(which="one of the tools" if space.several_tools else f"the `{ACTION_TOOL}` tool")
     elif space.is_mcp:
         text = MCP_SYSTEM_PROMPT
+    elif space.union is not None:
+        text = UNION_SYSTEM_PROMPT.format(names=", ".join(m.name for m in space.union.members))
     else:
         required = space.action_schema.get("required") or []
         single = f" (or just the value of `{required[0]}`)" if len(required) == 1 else ""
