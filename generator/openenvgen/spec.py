@@ -71,6 +71,11 @@ class EnvDefaults(Frozen):
     """One or two sentences for the system prompt on how to phrase an action."""
     example_action: dict[str, Any] | None = None
     """A valid action shown in the package README."""
+    seed_verdict: str | None = None
+    """Whether the env honours `seed`, as `openenv-gen capture` measured it: reproducible,
+    deterministic, not_reproducible or unmeasured (see openenvgen/seeding.py); None: never measured."""
+    seed_evidence: str = ""
+    """One line on what the verdict rests on (the measured sessions, where they differed)."""
 
 
 class EnvSpec(Frozen):
