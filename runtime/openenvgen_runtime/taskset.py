@@ -7,6 +7,7 @@ model and its schema snapshot; every behaviour is here, shared and tested once.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,6 +24,8 @@ from openenvgen_runtime.observations import ObservationView
 from openenvgen_runtime.pool import Server, ServerPool
 from openenvgen_runtime.prompts import system_prompt
 from openenvgen_runtime.seat import require_in_process_seat
+
+logger = logging.getLogger(__name__)
 
 
 class AdapterTask(vf.Task[AdapterData]):
@@ -63,6 +66,11 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     `--env.taskset.system-prompt FILE` still overrides it per run)."""
     SNAPSHOT: ClassVar[Path | None] = None
     """The schema snapshot the package was generated from."""
+    SEED_VERDICT: ClassVar[str | None] = None
+    """Whether the env honours `seed`, as `openenv-gen capture` measured it (reproducible,
+    deterministic, not_reproducible, unmeasured; None: never measured)."""
+    SEED_EVIDENCE: ClassVar[str] = ""
+    """What the verdict rests on, in one line."""
 
     def action_space(self, server: Server) -> ActionSpace:
         """Validation uses the generated models; the model is shown the live schema. One
@@ -133,6 +141,8 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
     """Starts the shared server pool once per run and plays each task as one episode."""
 
     pool: ServerPool | None = None
+    _resets_played: frozenset[str] = frozenset()
+    _warned_replay: bool = False
 
     def _ensure_pool(self) -> ServerPool:
         if self.pool is None:
@@ -154,4 +164,25 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
             self.pool = None
 
     async def run(self, task: AdapterTask, agents: Any) -> None:
+        self._note_replay(task)
         await episode.play(task, agents, self._ensure_pool(), self.taskset)
+
+    def _note_replay(self, task: AdapterTask) -> None:
+        """Warn once when a task's reset is played again (rollouts per task > 1, or two
+        tasks with one seed) on an env recorded as not honouring `seed`: its rollouts do
+        not start from one state, so a group compared against itself (GRPO) compares
+        different episodes."""
+        taskset: Any = self.taskset
+        if taskset.SEED_VERDICT != "not_reproducible" or self._warned_replay:
+            return
+        key = json.dumps(task.data.reset, sort_keys=True, default=str)
+        if key not in self._resets_played:
+            self._resets_played = self._resets_played | {key}
+            return
+        self._warned_replay = True
+        env = taskset.config.env or type(taskset).__name__
+        logger.warning(
+            "%s does not honour seed (%s): task %s is played more than once and its rollouts "
+            "start from different states, so comparing them compares different episodes",
+            env, taskset.SEED_EVIDENCE or "measured by openenv-gen capture", task.data.name,
+        )
