@@ -1,0 +1,145 @@
+"""Does an env honour `seed`? Measured on its running server by `openenv-gen capture`.
+
+Execution model: three WebSocket sessions, one after the other, on the env's `/ws` (one
+session at a time: `max_concurrent_envs` defaults to 1). Each resets with the catalog's
+reset kwargs and a seed, then steps the recorded episode's actions, asking for `/state`
+(the WS `state` message) after the reset and after every step. Sessions A and B use the
+same seed, C another. What each point answered (observation, reward, done, state, or the
+error) is compared:
+
+- A ≠ B: **not_reproducible**: the same seed does not give the same episode (the env
+  ignores `seed`, or has randomness it does not seed); rollouts of one task start from
+  different states.
+- A = B ≠ C: **reproducible**: the seed decides the episode.
+- A = B = C: **deterministic**: two seeds gave the same episode (no randomness seen).
+- no session could be compared (the reset answered an error, or an observation whose
+  `error` field is set, or a session broke off): **unmeasured**.
+
+The evidence keeps where the sessions differed (paths such as `step 1.observation.board`),
+never the values: states can hold answers (Wordle's secret word). The episode id a server
+draws for each session is left out of the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+VERDICTS = ("reproducible", "deterministic", "not_reproducible", "unmeasured")
+"""Every verdict `measure` gives; only `not_reproducible` makes a repeated task unfair."""
+VOLATILE_KEYS = frozenset({"episode_id"})
+"""Keys that name a session rather than describe it."""
+MAX_PATHS = 12
+"""Differing paths kept as evidence per comparison."""
+
+Send = Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+
+def session_trace(ws: Any, send: Send, reset: dict[str, Any], actions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """(label, reply) per point of one session: the reset, then each step, each followed
+    by the env's state. Stops after an error or a done."""
+    trace: list[tuple[str, Any]] = []
+
+    def point(label: str, message: dict[str, Any]) -> bool:
+        reply = send(ws, message)
+        trace.append((label, _reply_data(reply)))
+        trace.append((f"{label}.state", _reply_data(send(ws, {"type": "state"}))))
+        data = reply.get("data") if isinstance(reply, dict) else None
+        return reply.get("type") != "error" and not (isinstance(data, dict) and data.get("done"))
+
+    if point("reset", {"type": "reset", "data": reset}):
+        for n, action in enumerate(actions, start=1):
+            if not point(f"step {n}", {"type": "step", "data": action}):
+                break
+    return trace
+
+
+def _reply_data(reply: Any) -> Any:
+    if isinstance(reply, dict) and reply.get("type") == "error":
+        data = reply.get("data") or {}
+        return {"error": data.get("code") if isinstance(data, dict) else "error"}
+    return reply.get("data") if isinstance(reply, dict) else reply
+
+
+def differences(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> list[str]:
+    """The paths where two traces differ (a point only one trace reached counts whole)."""
+    found: list[str] = []
+    by_label = dict(b)
+    for label, value in a:
+        if label not in by_label:
+            found.append(label)
+        else:
+            _diff(value, by_label[label], label, found)
+    found.extend(label for label, _ in b if label not in dict(a))
+    return found
+
+
+def _diff(a: Any, b: Any, path: str, found: list[str]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if key in VOLATILE_KEYS:
+                continue
+            if key not in a or key not in b:
+                found.append(f"{path}.{key}")
+            else:
+                _diff(a[key], b[key], f"{path}.{key}", found)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        if any(_canonical(x) != _canonical(y) for x, y in zip(a, b)):
+            found.append(path)
+    elif _canonical(a) != _canonical(b):
+        found.append(path)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def verdict(same: list[tuple[str, Any]], again: list[tuple[str, Any]], other: list[tuple[str, Any]], *, seed: int, other_seed: int) -> dict[str, Any]:
+    """The verdict and its evidence from sessions A, B (same seed) and C (another)."""
+    compared = sum(1 for label, _ in same if not label.endswith(".state"))
+    evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared}
+    reason = _reset_failure(same)
+    if reason:
+        return {"verdict": "unmeasured", "evidence": {**evidence, "reason": reason}}
+    same_seed = differences(same, again)
+    other_seed_diff = differences(same, other)
+    evidence["same_seed_differs_at"] = same_seed[:MAX_PATHS]
+    evidence["other_seed_differs_at"] = other_seed_diff[:MAX_PATHS]
+    if same_seed:
+        name = "not_reproducible"
+    elif other_seed_diff:
+        name = "reproducible"
+    else:
+        name = "deterministic"
+    return {"verdict": name, "evidence": evidence}
+
+
+def _reset_failure(trace: list[tuple[str, Any]]) -> str:
+    """Why the session's reset did not start an episode ("" if it did): an error reply, or
+    an observation whose own `error` field says so (e.g. a missing required reset kwarg)."""
+    if not trace:
+        return "no reset reply"
+    reply = trace[0][1]
+    if isinstance(reply, dict) and "error" in reply and "observation" not in reply:
+        return f"the reset answered {reply['error']}"
+    observation = reply.get("observation") if isinstance(reply, dict) else None
+    if isinstance(observation, dict) and observation.get("error"):
+        return f"the reset's observation reports an error: {str(observation['error'])[:160]}"
+    return ""
+
+
+def summary(result: dict[str, Any]) -> str:
+    """One line for people: the verdict and what it rests on."""
+    evidence = result.get("evidence", {})
+    name = result.get("verdict", "unmeasured")
+    if name == "unmeasured":
+        return f"unmeasured: {evidence.get('reason', 'no session')}"
+    steps = max(0, evidence.get("points", 1) - 1)
+    played = f"the reset and {steps} step{'' if steps == 1 else 's'}" if steps else "the reset"
+    seed, other = evidence.get("seed"), evidence.get("other_seed")
+    if name == "not_reproducible":
+        where = ", ".join(evidence.get("same_seed_differs_at", [])[:3])
+        return f"not reproducible: two sessions reset with seed {seed} differed over {played} (at {where})"
+    if name == "reproducible":
+        return f"reproducible: two sessions reset with seed {seed} matched over {played}; seed {other} gave another episode"
+    return f"deterministic: seeds {seed} and {other} gave the same {played} (no randomness seen)"
