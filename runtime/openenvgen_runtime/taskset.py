@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import verifiers.v1 as vf
 from pydantic import BaseModel
 
-from openenvgen_runtime import episode, tasks
+from openenvgen_runtime import episode, launch, tasks
 from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.drift import check_drift
@@ -92,6 +92,7 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
 
     def load(self) -> Iterator[AdapterTask]:
         config: AdapterConfig = self.config
+        check_as_a_worker(config)
         snapshot_space = ActionSpace(
             action_model=self.ACTION_MODEL,
             action_schema=self.ACTION_MODEL.model_json_schema(),
@@ -135,6 +136,20 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
         if not self.IS_MCP or self.SNAPSHOT is None:
             return None
         return json.loads(self.SNAPSHOT.read_text("utf-8")).get("tools") or []
+
+
+def check_as_a_worker(config: AdapterConfig) -> None:
+    """Fail where the tasks are loaded (the eval process, or a trainer's orchestrator) with the
+    error a served worker would give at start-up, before any worker starts: a worker rebuilds
+    the config from its JSON dump (verifiers' `env_config_data`), and its pool start checks the
+    launch mode's provider options."""
+    type(config).model_validate(config.model_dump(mode="json"))
+    if not config.base_urls:
+        mode = launch.mode_name(use_docker=config.use_docker, use_swarm=config.use_swarm)
+        kwargs = dict(config.provider_kwargs)
+        if mode != "uv":
+            kwargs.pop("labels", None)  # Docker and Swarm labels are added to the pool's own
+        launch.provider_options(kwargs, mode)
 
 
 class AdapterEnv(vf.Env[AdapterEnvConfig]):
