@@ -43,7 +43,8 @@ def bench_env() -> dict[str, str]:
 
 
 def write_eval_config(out_dir: Path, *, model_url: str, episodes: int, concurrency: int, env: dict[str, Any]) -> Path:
-    """`out_dir/eval.toml`: one vf-eval run against the bench's scripted model."""
+    """`out_dir/eval.toml`: one vf-eval run against the bench's scripted model; `episodes`
+    is the rollouts per task (`num_rollouts`)."""
     import tomli_w
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -93,11 +94,6 @@ def machine() -> dict[str, Any]:
         mem_kb = int(match.group(1)) if match else 0
     except OSError:
         pass
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        rev, dirty = "", ""
     uv = shutil.which("uv", path=bench_env()["PATH"])
     uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.strip() if uv else None
     return {
@@ -108,9 +104,57 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "uv": uv_version,
-        "git": f"{rev}{' (dirty tree)' if dirty else ''}",
+        "git": git_state(),
         "load_average_start": load_average(),
     }
+
+
+def git_state() -> dict[str, Any]:
+    """The commit measured (`git rev-parse HEAD`) and what the tree held beyond it: the
+    paths changed or untracked, in bench/ (the code that measures) and elsewhere."""
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    changed = [line[3:] for line in git("status", "--porcelain").splitlines() if line.strip()]
+    return {
+        "commit": git("rev-parse", "HEAD").strip(),
+        "subject": git("log", "-1", "--format=%s").strip(),
+        "dirty_bench": sorted(p for p in changed if p.startswith("bench/")),
+        "dirty_elsewhere": sorted(p for p in changed if not p.startswith("bench/")),
+    }
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU-seconds of `pid` itself plus every child it has waited for (utime, stime,
+    cutime, cstime of /proc/PID/stat); 0 for a process that is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    # after "pid (comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+    # cmajflt utime stime cutime cstime ...
+    return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+
+
+def tree_cpu_s(root: int, marker: str | None = None) -> float:
+    """CPU-seconds of a live process tree so far: each live process's own time plus that
+    of the children it has reaped (a child that exited and was waited for is in its
+    parent's cutime/cstime, so nothing is lost between two readings)."""
+    return sum(process_cpu_s(pid) for pid in tree_pids(root, marker))
+
+
+def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
+    """min / median / max of `values`."""
+    return {"min": round(min(values), digits), "median": round(median(values), digits), "max": round(max(values), digits)}
 
 
 @dataclass
@@ -280,3 +324,21 @@ def log(message: str) -> None:
 
 def fmt_ratio(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+class DelayedModel:
+    """An ASGI wrapper that answers each chat completion `delay` seconds late, as a real
+    model's turn takes time: episodes then overlap as they would in training, which a
+    scripted model answering in a millisecond never makes them do."""
+
+    def __init__(self, app: Any, delay: float) -> None:
+        self.app = app
+        self.delay = delay
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import asyncio
+
+        if scope.get("type") == "http" and str(scope.get("path", "")).endswith("/chat/completions"):
+            await asyncio.sleep(self.delay)
+        await self.app(scope, receive, send)
+

@@ -1,20 +1,29 @@
-"""R4: a fleet under load that loses a server mid-run.
+"""R4: a fleet under load that loses a server mid-run, and gets it back mid-run.
 
 256 episodes at concurrency 64 (`--quick`: 64 at 16) through a real `vf-eval` over a
-`base_url` fleet of 4 servers; once an eighth of the model turns are done, one server is
-SIGKILLed and, two seconds later, restarted on the same port. Twice: without retries,
-and with `--env.retries.max-retries 2`.
+`base_url` fleet of 4 servers; once the model has answered `concurrency` turns (every
+slot has its first episode on a server), one server is SIGKILLed and, two seconds later,
+restarted on the same port while episodes are still being played (the model answers each
+turn MODEL_DELAY_S late, as a real model takes time, so the run outlasts the restart). Twice: without retries, and with
+`--env.retries.max-retries 2`.
 
-Goal: without retries, every episode not in flight on the killed server ends ok (the
-failures are at most the sessions that server held when it died, all `env_lost`); with
-retries, all end ok. In flight = the server's established TCP connections at the moment
-of the kill (one per WebSocket session), read from /proc/net/tcp.
+"In flight" is the pool's own count of the killed server's sessions (`Server.active`)
+at the moment it died: `vf-eval` runs through `bench/vf_eval_probe.py`, which reads the
+runtime's pool from inside the eval process and sends the SIGKILL itself, so the reading
+and the kill are one step. Episodes per server come from each env server's own counter
+of the episodes it began (`GET /bench/resets`, bench/envs/guess_concurrent.py); the
+restarted process counts from zero, so its count is what it took after its return. The
+probe's pool log (every 0.25 s) also shows the returned server holding sessions again.
+
+Goal: the killed server is back while the run is still going and takes new episodes;
+without retries, every episode not in flight on the killed server ends ok (the failures
+are at most the sessions the pool had on it when it died, all `env_lost`); with retries,
+all end ok.
 
 The servers are the guess-the-number env of `tests/fixtures/uv_env`, concurrent-session
 variant (bench/envs/guess_concurrent.py), each launched through OpenEnv's UV provider by
 the runtime's own launcher; the model is the scripted one (a wrong guess, then the right
-one: two model turns per episode). The player seat is the package default, so R4 gets
-cheaper whenever the default seat does.
+one: two model turns per episode). The player seat is the package default.
 
     python bench/r4_fleet.py [--episodes 256] [--concurrency 64] [--servers 4] [--quick]
 """
@@ -41,7 +50,7 @@ from common import (  # noqa: E402
     ENV_ID,
     OPENENV_GEN,
     UV_ENV_PROJECT,
-    VF_EVAL,
+    DelayedModel,
     bench_env,
     eval_env,
     load_average,
@@ -54,6 +63,8 @@ TURNS_PER_EPISODE = len(SCRIPT)
 PACKAGE = "guess_r4"
 PACKAGE_ID = "guess-r4-openenv"
 RESTART_AFTER_S = 2.0
+MODEL_DELAY_S = 10.0
+"""Seconds the model takes per turn: a run long enough for the killed server to return."""
 
 
 class FleetServer:
@@ -103,32 +114,11 @@ class FleetServer:
                 raise RuntimeError(f"server not ready after {timeout}s: {launch.log_tail(self.provider)}")
             time.sleep(0.2)
 
-    def kill(self) -> None:
-        """SIGKILL the server's whole process group (uv and the uvicorn it runs)."""
-        os.killpg(self.provider._process.pid, signal.SIGKILL)
-        self.provider._process.wait()
-
     def stop(self) -> None:
         from openenvgen_runtime import launch
 
         if self.provider is not None:
             launch.stop(self.provider)
-
-
-def established_connections(port: int) -> int:
-    """Established TCP connections whose local end is `port` (server side of each session)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state = fields[1], fields[3]
-            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
-                count += 1
-    return count
 
 
 def generate(url: str, workdir: Path) -> Path:
@@ -142,6 +132,22 @@ def generate(url: str, workdir: Path) -> Path:
     return out
 
 
+def server_resets(server: FleetServer) -> int | None:
+    """Episodes the server process has begun (its own counter, bench/envs/guess_concurrent.py)."""
+    import httpx
+
+    try:
+        return int(httpx.get(f"{server.url}/bench/resets", timeout=5).json()["resets"])
+    except (httpx.HTTPError, ValueError, KeyError):
+        return None
+
+
+def _pool_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def one_run(
     fleet: list[FleetServer], package_dir: Path, out_dir: Path, *, episodes: int, concurrency: int, retries: int,
     timeout: float,
@@ -151,23 +157,36 @@ def one_run(
 
     model = ScriptedChatModel(Script(SCRIPT))
     victim = fleet[0]
-    # Early enough that the restarted server (uv sync + import: ~20 s) is back mid-run.
-    kill_at = episodes * TURNS_PER_EPISODE // 8
+    # Once every slot's first episode has had its first turn answered: early, so that the
+    # restarted server (uv sync + import: 20-60 s on this loaded machine) is back while
+    # episodes are still being played (the model answers each turn MODEL_DELAY_S late).
+    kill_at = concurrency
     event: dict[str, Any] = {}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resets_before = [server_resets(s) for s in fleet]
 
     def kill() -> None:
-        event["in_flight"] = established_connections(victim.port)  # type: ignore[arg-type]
         event["model_turns_at_kill"] = len(model.requests)
-        victim.kill()
+        (out_dir / "kill.json.tmp").write_text(json.dumps({"url": victim.url, "pgid": victim.provider._process.pid}))
+        (out_dir / "kill.json.tmp").rename(out_dir / "kill.json")
+        deadline = time.monotonic() + 30
+        while not (out_dir / "killed.json").exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("R4: the pool probe did not kill the server")
+            time.sleep(0.01)
+        killed = json.loads((out_dir / "killed.json").read_text())
+        victim.provider._process.wait()
+        event["in_flight"] = killed["in_flight"]
         event["killed_at"] = time.monotonic()
-        log(f"R4: killed {victim.url} holding {event['in_flight']} sessions, after {event['model_turns_at_kill']} model turns")
+        log(f"R4: killed {victim.url} holding {event['in_flight']} sessions (the pool's count), "
+            f"after {event['model_turns_at_kill']} model turns")
 
     def back() -> None:
         event["down_s"] = round(time.monotonic() - event["killed_at"], 1)
-        log(f"R4: {victim.url} back after {event['down_s']} s")
+        event["back_while_running"] = proc.poll() is None
+        log(f"R4: {victim.url} back after {event['down_s']} s" + ("" if event["back_while_running"] else " (after the run ended)"))
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with serve_app(model) as model_url:
+    with serve_app(DelayedModel(model, MODEL_DELAY_S)) as model_url:
         config = write_eval_config(
             out_dir,
             model_url=str(model_url),
@@ -179,12 +198,12 @@ def one_run(
                 "retries": {"max_retries": retries},
             },
         )
-        env = eval_env(package_dir)
+        env = eval_env(package_dir, OPENENVGEN_BENCH_PROBE=str(out_dir))
         load_before = load_average()
         started = time.perf_counter()
         with open(out_dir / "stderr.txt", "wb") as stderr:
             proc = subprocess.Popen(
-                [VF_EVAL, "@", str(config), "--no-rich"],
+                [sys.executable, str(BENCH / "vf_eval_probe.py"), "@", str(config), "--no-rich"],
                 cwd=out_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                 start_new_session=True,
             )
@@ -210,6 +229,17 @@ def one_run(
             while not victim.ready():
                 time.sleep(0.2)
             back()
+    resets_after = [server_resets(s) for s in fleet]
+    # The restarted process counts from 0: all its resets came after its return.
+    taken = [
+        (after - (0 if (s is victim and "restarted" in event) else (before or 0))) if after is not None else None
+        for s, before, after in zip(fleet, resets_before, resets_after)
+    ]
+    probe = _pool_lines(out_dir / "pool.jsonl")
+    victim_active_after_return = [
+        srv["active"] for line in probe if "killed_at" in event for srv in line["servers"]
+        if srv["url"] == victim.url and srv["down"] is None and line["t"] > json.loads((out_dir / "killed.json").read_text())["t"] + RESTART_AFTER_S
+    ] if (out_dir / "killed.json").exists() else []
     records = []
     for traces in sorted(out_dir.glob("*/traces.jsonl")):
         records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
@@ -230,10 +260,12 @@ def one_run(
     stderr_text = (out_dir / "stderr.txt").read_text(errors="replace")
     failed = episodes - ok
     in_flight = event.get("in_flight")
+    victim_taken = taken[0]
+    returned = bool(event.get("back_while_running")) and (victim_taken or 0) > 0
     if retries:
-        goal = ok == episodes
+        goal = ok == episodes and returned
     else:
-        goal = in_flight is not None and failed <= in_flight and set(failed_stops) <= {"env_lost"}
+        goal = in_flight is not None and failed <= in_flight and set(failed_stops) <= {"env_lost"} and returned
     result = {
         "episodes": episodes,
         "concurrency": concurrency,
@@ -251,6 +283,10 @@ def one_run(
         "in_flight_on_killed_server": in_flight,
         "model_turns_at_kill": event.get("model_turns_at_kill"),
         "killed_server_down_s": event.get("down_s"),
+        "back_while_running": event.get("back_while_running"),
+        "episodes_begun_per_server": dict(zip([s.url for s in fleet], taken)),
+        "killed_server_episodes_after_return": victim_taken,
+        "killed_server_peak_sessions_after_return": max(victim_active_after_return, default=0),
         "down_warnings": stderr_text.count("is down ("),
         "back_notices": stderr_text.count("is back ("),
         "episode_retries": stderr_text.count("retrying episode"),
@@ -262,7 +298,7 @@ def one_run(
         result["stderr_tail"] = stderr_text[-1500:]
     log(
         f"R4 {episodes}@{concurrency}, retries {retries}: ok {ok}/{episodes}, failed {failed} {dict(failed_stops)}, "
-        f"in flight on the killed server {in_flight}, {wall:.1f}s" + (" TIMED OUT" if timed_out else "")
+        f"in flight on the killed server {in_flight}, episodes per server {taken}, {wall:.1f}s" + (" TIMED OUT" if timed_out else "")
     )
     return result
 
@@ -288,15 +324,18 @@ def run(quick: bool, workdir: Path, *, episodes: int | None = None, concurrency:
         for server in fleet:
             server.stop()
     plain, retried = runs
-    measured = (
-        f"{episodes}@{concurrency} over {servers} servers, one killed and restarted: no retries {plain['ok']}/{episodes} ok "
-        f"({plain['failed']} failed: {plain['failed_stop_conditions'] or 'none'}; {plain['in_flight_on_killed_server']} in flight "
-        f"on the killed server), {plain['wall_s']} s; retries 2: {retried['ok']}/{episodes} ok, {retried['wall_s']} s"
+    measured = "; ".join(
+        f"retries {x['retries']}: {x['ok']}/{episodes} ok ({x['failed']} failed: {x['failed_stop_conditions'] or 'none'}; "
+        f"{x['in_flight_on_killed_server']} in flight on the killed server by the pool's count), killed server back after "
+        f"{x['killed_server_down_s']} s {'while the run went on' if x['back_while_running'] else 'only after the run ended'}, "
+        f"then took {x['killed_server_episodes_after_return']} new episodes (up to {x['killed_server_peak_sessions_after_return']} at once), "
+        f"{x['wall_s']} s"
+        for x in (plain, retried)
     )
     return [{
         "id": "R4",
-        "title": "fleet under load, one server killed and restarted mid-run",
-        "target": "no retries: failures ≤ sessions in flight on the killed server, all env_lost; retries: all ok",
+        "title": f"fleet of {servers} under load ({episodes}@{concurrency}), one server killed and restarted mid-run",
+        "target": "the killed server returns mid-run and takes new episodes; no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
         "measured": measured,
         "ratio": round(retried["ok"] / episodes, 3),
         "ratio_label": "ok fraction with retries",

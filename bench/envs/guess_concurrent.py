@@ -7,6 +7,10 @@ serves the *same* environment class, action and observation, only marked concurr
 (default 64) sessions. It runs in the fixture project's own uv environment (openenv 0.10.0):
 
     uv run --isolated --project tests/fixtures/uv_env -- uvicorn guess_concurrent:app --app-dir bench/envs
+
+`GET /bench/resets` counts the episodes this server process has begun (its resets), so a
+benchmark can tell which server of a fleet took which episodes, and that a restarted one
+takes new ones.
 """
 
 import os
@@ -14,9 +18,16 @@ import os
 from guess_env.server import GuessAction, GuessEnvironment, GuessObservation
 from openenv.core.env_server import create_app
 
+RESETS = 0
+
 
 class ConcurrentGuessEnvironment(GuessEnvironment):
     SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def reset(self, seed=None, episode_id=None, **kwargs) -> GuessObservation:
+        global RESETS
+        RESETS += 1
+        return super().reset(seed=seed, episode_id=episode_id, **kwargs)
 
 
 app = create_app(
@@ -26,3 +37,8 @@ app = create_app(
     env_name="guess_env",
     max_concurrent_envs=int(os.environ.get("GUESS_ENV_MAX_SESSIONS", "64")),
 )
+
+
+@app.get("/bench/resets")
+def resets() -> dict[str, int]:
+    return {"resets": RESETS, "pid": os.getpid()}
