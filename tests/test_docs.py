@@ -1,0 +1,219 @@
+"""The documentation site: its reference pages come from the code, and it builds strictly.
+
+The CLI, taskset-options and exit-code pages are rendered by docs/reference.py from the
+typer app, the config classes and the error classes, so a new option or field shows up by
+itself; these tests fail when one has no help text or docstring to show, and build the site
+with `mkdocs build --strict` (a broken link or anchor, a page missing from the nav, or a
+reference page that cannot be rendered fails it). The README stays short and its links
+into the docs resolve.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pytest
+import typer
+import yaml
+from pydantic import Field
+
+from docs import reference
+from openenvgen_runtime.config import AdapterConfig
+from openenvgen_runtime.seat import InProcessHarnessConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+# ------------------------------------------------------------------ every entry has its text
+
+
+def test_every_command_and_option_of_the_cli_has_help() -> None:
+    missing = reference.missing_cli_help(reference.cli_command())
+    assert not missing, f"give these a help= text (they appear on the CLI reference page): {missing}"
+
+
+def test_every_taskset_and_seat_field_has_a_docstring() -> None:
+    missing = reference.missing_option_docs([AdapterConfig, InProcessHarnessConfig])
+    assert not missing, f"give these fields a one-line docstring below them (the options page shows it): {missing}"
+
+
+def test_every_error_class_has_a_docstring() -> None:
+    assert reference.error_classes(), "no error classes found in openenvgen.errors"
+    assert not reference.missing_error_docs()
+
+
+def test_a_missing_help_or_docstring_is_caught() -> None:
+    """The checks above can fail: an option without help, a field without a docstring."""
+    app = typer.Typer()
+
+    @app.command()
+    def documented(flag: Annotated[bool, typer.Option("--flag", help="Says something.")] = False) -> None:
+        """A command."""
+
+    @app.command()
+    def bare(quiet: Annotated[Optional[str], typer.Option("--quiet")] = None) -> None:
+        pass
+
+    assert reference.missing_cli_help(typer.main.get_command(app), prog="toy") == [
+        "toy",
+        "toy bare",
+        "toy bare --quiet",
+    ]
+
+    class Extended(AdapterConfig):
+        knob: int = Field(5, ge=1)
+        """A knob."""
+        bare_knob: str = "x"
+
+    found = {option.name: option for option in reference.options(Extended)}
+    assert found["knob"].doc == "A knob." and found["knob"].default == "`5`" and found["knob"].constraint == "≥ 1"
+    assert reference.missing_option_docs([Extended], own=__name__) == [f"{__name__}.{Extended.__qualname__}.bare_knob"]
+
+
+# ------------------------------------------------------------------ pages reflect the code
+
+
+def test_the_options_page_lists_every_field_as_a_flag_and_a_toml_key() -> None:
+    page = reference.options_reference()
+    for name, field in AdapterConfig.model_fields.items():
+        assert f"`--env.taskset.{name.replace('_', '-')}`" in page, name
+        assert f"| `{name}`<br>" in page, name
+    max_servers = next(line for line in page.splitlines() if line.startswith("| `max_servers`"))
+    assert "`int`" in max_servers and "`4` (≥ 1)" in max_servers
+    on_drift = next(line for line in page.splitlines() if line.startswith("| `on_drift`"))
+    assert '`"warn" | "error" | "ignore"`' in on_drift
+
+
+def test_the_cli_page_lists_every_command_and_option() -> None:
+    root = reference.cli_command()
+    page = reference.cli_reference(root)
+    for name, command in root.commands.items():
+        assert f"## `{name}`" in page
+        for param in command.params:
+            if param.name != "help" and param.param_type_name == "option":
+                assert f"`{param.opts[0]}`" in page, (name, param.opts)
+
+
+def test_the_exit_codes_page_has_every_error_class_and_code() -> None:
+    page = reference.exit_codes_reference()
+    for cls in reference.error_classes():
+        row = next(line for line in page.splitlines() if line.startswith(f"| {cls.exit_code} |"))
+        assert f"`{cls.__name__}`" in row
+
+
+def test_the_catalog_page_has_every_catalog_env() -> None:
+    from openenvgen import catalog
+
+    page = reference.catalog_reference()
+    for name, entry in catalog.entries().items():
+        assert f"| {name} | `{entry.env_id}` |" in page
+    for env_dir in reference.catalog_data().get("unavailable", {}):
+        assert f"| {env_dir} |" in page
+
+
+def test_the_benchmarks_page_is_bench_results_one_level_down() -> None:
+    page = reference.benchmarks_page("# Benchmark results\n\n## Headline\n\nSee [the runner](run.py).\n\n```\n# not a heading\n```\n")
+    assert "### Headline" in page and "# Benchmark results" not in page
+    assert "the runner (`bench/run.py`)" in page
+    assert "# not a heading" in page and "## not a heading" not in page
+
+
+# ------------------------------------------------------------------ the site
+
+
+def _missing_docs_tools() -> str | None:
+    missing = [m for m in ("mkdocs", "material", "mkdocs_gen_files") if importlib.util.find_spec(m) is None]
+    return f"the docs extra is not installed ({', '.join(missing)}): pip install -c constraints.txt -e '.[docs]'" if missing else None
+
+
+@pytest.mark.timeout(600)
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    reason = _missing_docs_tools()
+    if reason:
+        pytest.skip(reason)
+    site = tmp_path / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT, capture_output=True, text=True, timeout=560, env=env,
+    )
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    pages = list(_nav_pages(nav))
+    for page in pages:
+        assert (site / page.removesuffix(".md") / "index.html").is_file() or page == "index.md", page
+    # The generated pages made it into the site, with what the code holds today.
+    options = html.unescape((site / "reference" / "options" / "index.html").read_text())
+    assert all(f"--env.taskset.{name.replace('_', '-')}" in options for name in AdapterConfig.model_fields)
+    cli = html.unescape((site / "reference" / "cli" / "index.html").read_text())
+    assert all(name in cli for name in reference.cli_command().commands)
+
+
+def test_the_site_build_can_fail(tmp_path: Path) -> None:
+    """Strict really is strict: a link to a page that does not exist fails the build."""
+    reason = _missing_docs_tools()
+    if reason:
+        pytest.skip(reason)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Toy\n\n[gone](missing.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: toy\nstrict: true\nnav:\n  - index.md\n")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"},
+    )
+    assert build.returncode != 0
+    assert "missing.md" in build.stdout + build.stderr
+
+
+def _nav_pages(nav: object):
+    if isinstance(nav, str):
+        yield nav
+    elif isinstance(nav, list):
+        for item in nav:
+            yield from _nav_pages(item)
+    elif isinstance(nav, dict):
+        for value in nav.values():
+            yield from _nav_pages(value)
+
+
+def test_every_page_in_docs_is_in_the_nav() -> None:
+    nav = set(_nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]))
+    written = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    generated = set(reference.PAGES) | {"benchmarks.md", "reference/modules.md"}
+    assert written - nav == set(), "pages in docs/ but not in mkdocs.yml's nav"
+    assert nav - written - generated == set(), "nav entries with no page"
+
+
+# ------------------------------------------------------------------ the README and the workflow
+
+
+def test_the_readme_is_short_and_its_links_resolve() -> None:
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= 150, f"README.md has {len(text.splitlines())} lines; the rest belongs in docs/"
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert any(link.startswith("docs/") for link in local), "the README links into the docs"
+    assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+def test_the_docs_workflow_publishes_main_to_pages() -> None:
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "docs.yml").read_text())
+    on = flow.pop(True, flow.get("on"))  # YAML 1.1 reads a bare `on` as true
+    assert on["push"]["branches"] == ["main"]
+    assert flow["permissions"] == {"contents": "read"}
+    build, deploy = flow["jobs"]["build"], flow["jobs"]["deploy"]
+    runs = " ".join(step.get("run", "") for step in build["steps"])
+    assert "mkdocs build --strict" in runs and ".[docs]" in runs and "-c constraints.txt" in runs
+    uses = [step.get("uses", "").split("@")[0] for step in build["steps"] + deploy["steps"]]
+    assert {"actions/configure-pages", "actions/upload-pages-artifact", "actions/deploy-pages"} <= set(uses)
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["needs"] == "build" and "refs/heads/main" in deploy["if"]
