@@ -54,10 +54,12 @@ catalog: install
 bench: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py $(if $(QUICK),--quick)
 
-# The documentation site into build/site; --strict makes a broken link, a missing page or a
-# reference entry without its docstring fail the build.
+# The documentation site into build/site (docs/, mkdocs.yml): --strict makes a broken link or
+# anchor, a page left out of the nav, or a reference page that cannot be rendered from the
+# code fail the build. The two variables silence a banner the docs plugins print.
 docs: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/mkdocs build --strict --site-dir build/site
+	PATH="$(abspath $(BIN)):$$PATH" NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true \
+		$(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) build dist wordle-openenv .pytest_cache .hypothesis
