@@ -62,7 +62,7 @@ def test_a_modified_snapshot_makes_everything_it_feeds_stale(pkg: Path) -> None:
     assert f"{pkg}: edited: wordle_openenv/snapshot.json (its sha256 differs from the one in {LOCK_FILE})" in out
     assert f"{pkg}: stale: wordle_openenv/models.py" in out
     assert f"{pkg}: stale: {LOCK_FILE}" in out
-    assert '+    message: str = Field(..., description="Your guess"' in out or "Your guess" in out
+    assert '+    message: str = Field(..., description="Your guess", title="Message")' in out.splitlines()
     assert "--- a/wordle_openenv/models.py\n+++ b/wordle_openenv/models.py" in out
 
 
@@ -189,23 +189,20 @@ def test_no_packages_and_not_a_package_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_check_is_offline_read_only_and_light(pkg: Path) -> None:
-    """Fast enough for pre-commit: no copier, verifiers or openenv import; nothing written."""
+    """Light enough for pre-commit: no copier, verifiers or openenv import; nothing written.
+    (How fast it is, is a benchmark's to measure, not a test's.)"""
     before = _tree(pkg)
     probe = f"""
-import sys, time
+import sys
 from pathlib import Path
-t = time.monotonic()
 from openenvgen.checking import diff_package
 assert diff_package(Path({str(pkg)!r})) == []
-elapsed = time.monotonic() - t
 heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {{'copier', 'verifiers', 'openenv', 'openenvgen_runtime'}})
-print(heavy, elapsed)
+print(heavy)
 """
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    heavy, elapsed = run.stdout.rsplit(" ", 1)
-    assert heavy == "[]"
-    assert float(elapsed) < 10
+    assert run.stdout.strip() == "[]"
     assert _tree(pkg) == before
 
 
