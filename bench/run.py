@@ -1,17 +1,25 @@
-"""Run the benchmarks P1..P6 and R4 and write bench/out/results.json and bench/out/results.md.
+"""Run the benchmarks P1..P6, P8 and R4; write bench/out/results.{json,md} and, for a run
+of all of them, bench/RESULTS.md.
 
-    python bench/run.py            # everything (P4 also at 64@16, P5 twice each, P5-single)
-    python bench/run.py --quick    # P4 at 16@4 only, P5 once each, no P5-single
-    python bench/run.py --only P1,P3
+    python bench/run.py            # everything, full sizes (`make bench`)
+    python bench/run.py --quick    # everything, smaller sizes, same comparisons (`make bench QUICK=1`)
+    python bench/run.py --only P1,P3   # a subset: bench/out only, RESULTS.md untouched
 
-`make bench` (or `make bench QUICK=1`) runs this with the project venv first on PATH.
-Everything is loopback-only and every step has a time limit. bench/RESULTS.md holds the
-figures of the last full run, copied from bench/out/results.md.
+`make bench` runs this with the project venv first on PATH. Everything is loopback-only
+and every step has a time limit. bench/RESULTS.md is written only here, from one run at
+one commit (the commit, and what the tree held beyond it, are in its header); nothing in
+it is edited by hand. Its method text is each benchmark module's docstring.
+
+Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
+(no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
+N = 2 instead of 4 on `null`, no P5-single, R4 at 64@16 instead of 256@64, P8 8 tasks
+instead of 64.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import sys
@@ -25,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH, fmt_ratio, load_average, log, machine  # noqa: E402
 
-ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4")
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "P8")
 
 
 def _run_one(name: str, quick: bool, workdir: Path) -> list[dict[str, Any]]:
@@ -62,6 +70,12 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
         import r4_fleet
 
         results += _guarded("R4", lambda: r4_fleet.run(quick, workdir))
+    if "P8" in only:
+        import p8_served
+
+        p8_dir = workdir / "p8"
+        p8_dir.mkdir()
+        results += _guarded("P8", lambda: p8_served.run(quick, p8_dir))
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
@@ -86,66 +100,172 @@ def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- markdown
 
+METHOD_MODULES = ("p1_generate", "p2_check", "p3_step", "p4_episodes", "r4_fleet", "p8_served")
+"""Whose docstrings are the method text of RESULTS.md: each beside the code that measures."""
+
 
 def _mark(value: bool | None) -> str:
     return "—" if value is None else ("yes" if value else "**no**")
 
 
+def _header(m: dict[str, Any]) -> list[str]:
+    git = m["git"]
+    if isinstance(git, dict):
+        tree = "clean tree" if not git["dirty_bench"] and not git["dirty_elsewhere"] else (
+            (f"bench/ changed: {', '.join(git['dirty_bench'])}" if git["dirty_bench"] else "bench/ clean")
+            + (f"; {len(git['dirty_elsewhere'])} other path(s) changed or untracked by other work in progress: "
+               f"{', '.join(git['dirty_elsewhere'][:12])}{' …' if len(git['dirty_elsewhere']) > 12 else ''}"
+               if git["dirty_elsewhere"] else "")
+        )
+        commit = f"commit `{git['commit']}` ({git['subject']}); {tree}"
+    else:
+        commit = f"git {git}"
+    return [
+        f"- **Run**: `{m.get('command', 'python bench/run.py')}`, {m['mode']} mode, {m['date']}, {m['bench_minutes']} min.",
+        f"- **Code**: {commit}.",
+        f"- **Machine**: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Python {m['python']}, {m['uv']}, {m['platform']}.",
+        f"- **Load** average (1/5/15 min): {m['load_average_start']} at the start, {m['load_average_end']} at the end; "
+        "each benchmark's and each run's own load is in its row. The machine is shared with other work: single figures "
+        "are noisy, and comparisons are made side by side in one run, interleaved.",
+    ]
+
+
+def _vf_eval_runs(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every vf-eval run in the report once (P5's three rows share their runs)."""
+    seen: set[str] = set()
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def walk(owner: str, node: Any) -> None:
+        if isinstance(node, dict):
+            if "adapter" in node and "memory" in node and "transport" in node:
+                key = node.get("out_dir") or str(id(node))
+                if key not in seen:
+                    seen.add(key)
+                    found.append((owner, node))
+                return
+            for value in node.values():
+                walk(owner, value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(owner, value)
+
+    for r in report["results"]:
+        walk(r["id"], r.get("details", {}))
+    return found
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
-    lines = [
-        "| Benchmark | Target | Measured | Ratio | Meets target |",
-        "|---|---|---|---|---|",
-    ]
-    for r in report["results"]:
-        ratio = r.get("ratio_text") or fmt_ratio(r.get("ratio"), 3 if r["id"] in ("P3", "P5", "P5-single") else 2)
-        label = f" ({r['ratio_label']})" if r.get("ratio_label") else ""
-        lines.append(f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} | {_mark(r.get('meets_target'))} |")
-    out = [
-        f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Python {m['python']}, {m['uv']}, "
-        f"{m['platform']}; {m['date']}; git {m['git']}; {m['mode']} run, {m['bench_minutes']} min. "
-        f"Load average (1/5/15 min) {m['load_average_start']} at the start, {m['load_average_end']} at the end "
-        "(other work was running on the machine: treat single figures as noisy).",
+    out = ["# Benchmark results", "", "Written by bench/run.py (`make bench`) from one run; do not edit by hand.", "", *_header(m), ""]
+    out += [
+        "## Headline",
         "",
-        *lines,
+        "| Benchmark | Target | Measured | Ratio | Meets target | load 1-min before→after |",
+        "|---|---|---|---|---|---|",
     ]
-    memory_rows = []
     for r in report["results"]:
-        details = r.get("details", {})
-        for run in [*details.get("runs", []), *details.get("startup_runs", {}).values()]:
-            pairs = [run] if "adapter" in run else [run.get("runtime"), run.get("builtin")]
-            for x in pairs:
-                if not x:
-                    continue
-                mem = x["memory"]
-                kinds = ", ".join(f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items())
-                memory_rows.append(
-                    f"| {r['id']} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
-                    f"{x['successful']} | {x['wall_s']} | {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} | "
-                    f"{mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | "
-                    f"{mem['peak_processes']} | {kinds} | {_errors(x)} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
-                )
-    if memory_rows:
+        ratio = r.get("ratio_text") or fmt_ratio(r.get("ratio"), 3 if r["id"] in ("P3", "P5-single") else 2)
+        label = f" ({r['ratio_label']})" if r.get("ratio_label") else ""
+        load = r.get("load_average", {})
+        load_text = f"{load['before'][0]}→{load['after'][0]}" if load else ""
+        out.append(f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} | {_mark(r.get('meets_target'))} | {load_text} |")
+    rows = []
+    for owner, x in _vf_eval_runs(report):
+        mem = x["memory"]
+        kinds = ", ".join(f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items())
+        rows.append(
+            f"| {owner} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
+            f"{x['successful']} | {x['wall_s']} | {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} | "
+            f"{mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | {mem['peak_processes']} | {kinds} | {_errors(x)} | "
+            f"{x['load_average_before'][0]}→{x['load_average_after'][0]} |"
+        )
+    if rows:
         out += [
             "",
-            "Episode runs (`vf-eval`; memory is the whole process tree: vf-eval, env servers, harness programs; RSS summed "
-            "over processes counts shared pages once per process, PSS splits them):",
+            "## Episode runs through `vf-eval`",
+            "",
+            "Memory is the whole process tree (vf-eval, env servers it launches, harness programs).",
             "",
             "| | adapter | seat | episodes@concurrency | transport | ok | successful | wall s | episode phase s | successful/min (wall) | CPU s (tree) | peak RSS MiB | peak PSS MiB | peak processes | RSS MiB at peak, by kind | errors | load 1-min before→after |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-            *memory_rows,
+            *rows,
         ]
-    out += ["", "Details per benchmark (full data in results.json):", ""]
+    for r in report["results"]:
+        if r["id"] == "P8" and "served_runs" in r.get("details", {}):
+            out += ["", "## Served runs (P8: `serve_env` + `EnvClient`)", "", *_served_table(r["details"])]
+        if r["id"] == "P6" and "pairs" in r.get("details", {}):
+            out += ["", "## P6 pairs (CPU-s of the whole vf-eval tree)", "", *_p6_table(r["details"])]
+        if r["id"] == "R4" and "fleet_runs" in r.get("details", {}):
+            out += ["", "## R4 runs", "", *_r4_table(r["details"])]
+    out += ["", "## Details per benchmark", "", "Full data in bench/out/results.json.", ""]
     for r in report["results"]:
         out.append(f"- **{r['id']}**: {_detail(r)}")
-    return "\n".join(out) + "\n"
+    out += ["", "## Method", "", "Each benchmark's own description, from the module that measures it.", ""]
+    for name in METHOD_MODULES:
+        module = importlib.import_module(name)
+        out += [f"### bench/{name}.py", "", (module.__doc__ or "").strip(), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _served_table(d: dict[str, Any]) -> list[str]:
+    lines = [
+        "| side | seat | workers | episodes@in flight | ok | successful | episode phase s | successful/min | CPU-s per episode (server tree) | start-up s / CPU-s | peak RSS / PSS MiB (server tree) | errors | load 1-min before→after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in [*d["served_runs"], d["memory_run"]]:
+        mem = x["memory"]
+        errors = "; ".join(f"{v}× {k}" for k, v in x["errors"].items()).replace("|", "/") or "none"
+        lines.append(
+            f"| {'ours' if x['adapter'] == 'runtime' else 'built-in'} | {x['seat']} | {x['workers']} | {x['episodes']}@{x['concurrency']} "
+            f"(peak {x['peak_in_flight']}) | {x['ok']}/{x['episodes']} | {x['successful']} | {x['episode_phase_s']} | {x['successful_per_min']} | "
+            f"{x['cpu_s_per_episode']} | {x['startup_wall_s']} / {x['startup_cpu_s']} | {mem['peak_rss_mib']:.0f} / {mem['peak_pss_mib']:.0f} | "
+            f"{errors} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
+        )
+    v = d["vf_eval_run"]
+    mr = d["memory_run"]
+    lines += [
+        "",
+        f"Ours through one `vf-eval` process, same tasks and concurrency: {v['ok']}/{v['episodes']} ok, "
+        f"{v['successful_per_min_episode_phase']}/min over its episode phase ({v['episode_phase_s']} s), "
+        f"{v['successful_per_min']}/min over its wall time ({v['wall_s']} s). Served / `vf-eval` successful per minute: "
+        + ", ".join(f"{w} worker(s) {r}" for w, r in d["served_over_vf_eval_by_workers"].items()) + ".",
+        "",
+        f"Memory at {mr['peak_in_flight']} episodes in flight on one worker (the last row; the model answers each turn late "
+        f"so they overlap): server tree idle after warm-up {mr['memory_idle']['peak_pss_mib']:.0f} MiB PSS / "
+        f"{mr['memory_idle']['peak_rss_mib']:.0f} MiB RSS, peak {mr['memory']['peak_pss_mib']:.0f} / {mr['memory']['peak_rss_mib']:.0f}: "
+        f"**{mr['pss_mib_per_in_flight_episode']} MiB PSS ({mr['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode**.",
+    ]
+    return lines
+
+
+def _p6_table(d: dict[str, Any]) -> list[str]:
+    lines = ["| side | N | CPU-s at N | CPU-s at 4N | CPU-s per episode (slope) | start-up CPU-s (intercept) | ok |", "|---|---|---|---|---|---|---|"]
+    for side, pairs in d["pairs"].items():
+        for p in pairs:
+            lines.append(f"| {side} | {p['n']} | {p['cpu_s_n']} | {p['cpu_s_4n']} | {p['slope']} | {p['startup_cpu_s']} | {p['ok']}/{p['episodes']} |")
+    return lines
+
+
+def _r4_table(d: dict[str, Any]) -> list[str]:
+    lines = [
+        "| retries | ok | failed (stop conditions) | in flight on the killed server (pool's count) | down s | back while running | episodes begun per server (server counters) | killed server's peak sessions after return | wall s | episode retries | pool log: down / back |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in d["fleet_runs"]:
+        per_server = ", ".join(str(v) for v in x["episodes_begun_per_server"].values())
+        lines.append(
+            f"| {x['retries']} | {x['ok']}/{x['episodes']} | {x['failed']} ({x['failed_stop_conditions'] or 'none'}) | {x['in_flight_on_killed_server']} | "
+            f"{x['killed_server_down_s']} | {_mark(x['back_while_running'])} | {per_server} (the killed one first: after its return) | "
+            f"{x['killed_server_peak_sessions_after_return']} | {x['wall_s']} | {x['episode_retries']} | {x['down_warnings']} / {x['back_notices']} |"
+        )
+    return lines
 
 
 def _transport(x: dict[str, Any]) -> str:
     t = x["transport"]
     if "base_url" in t:
-        return "one shared base_url server"
-    return f"UV provider" + (f", max_servers {t['max_servers']}" if x["adapter"] == "runtime" else ", a server per episode")
+        return "one shared base_url server" + (f", {x['tasks']} tasks" if x.get("tasks", 1) > 1 else "")
+    return "UV provider" + (f", max_servers {t['max_servers']}" if x["adapter"] == "runtime" else ", a server per episode")
 
 
 def _errors(x: dict[str, Any]) -> str:
@@ -160,13 +280,14 @@ def _errors(x: dict[str, Any]) -> str:
 
 def _detail(r: dict[str, Any]) -> str:
     d = r.get("details", {})
+    if "traceback" in d:
+        return "failed: " + d["traceback"].strip().splitlines()[-1]
     if r["id"] in ("P1", "P2"):
         med = ", ".join(f"`{k}` {v:.3f} s" for k, v in d.get("median_s", {}).items())
         imp = d.get("importtime", {})
         top = ", ".join(f"{k} {v:.0f}" for k, v in list(imp.get("import_ms_by_package", {}).items())[:6])
         prof = d.get("cprofile", {})
         prof_text = ", ".join(f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}" for k, v in prof.items() if isinstance(v, dict))
-        extra = ""
         if r["id"] == "P1":
             again = d.get("importtime_regenerate_in_place", {})
             cold = d.get("importtime_cold", {})
@@ -180,7 +301,8 @@ def _detail(r: dict[str, Any]) -> str:
         else:
             cold = d.get("importtime_cold", {})
             cold_prof = ", ".join(f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}" for k, v in d.get("cprofile_cold", {}).items() if isinstance(v, dict))
-            extra = (f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports; cProfile {cold_prof}."
+            extra = (f" Packages: {', '.join(d.get('packages', []))}."
+                     f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports; cProfile {cold_prof}."
                      f" Per extra package {d.get('per_package_s')} s, fixed cost {d.get('fixed_s')} s; exit codes {d.get('exit_codes')}"
                      + (f"; not up to date: {d['not_up_to_date'][:3]}" if d.get("not_up_to_date") else "") + ".")
         return (f"medians: {med}. Imports: {imp.get('modules_imported')} modules, {imp.get('import_total_ms')} ms "
@@ -191,22 +313,20 @@ def _detail(r: dict[str, Any]) -> str:
                 f"runtime {d.get('runtime_us_per_step_p10_p50_p90')}; ratio of means {d.get('ratio_of_means')}. "
                 f"In place, µs over raw (p50): {d.get('in_place_us_over_raw_p50')}. Hot loop without I/O (µs): "
                 f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give {d.get('expected_ratio_from_cpu')}.")
-    if r["id"] == "R4" and "fleet_runs" in d:
-        return "; ".join(
-            f"retries {x['retries']}: {x['ok']}/{x['episodes']} ok, failed {x['failed_stop_conditions'] or 'none'}, "
-            f"{x['in_flight_on_killed_server']} sessions in flight on the killed server (killed after "
-            f"{x['model_turns_at_kill']} model turns, back after {x['killed_server_down_s']} s), {x['wall_s']} s, "
-            f"{x['down_warnings']} down / {x['back_notices']} back log lines, {x['episode_retries']} episode retries"
-            for x in d["fleet_runs"]
-        ) + "."
-    if "traceback" in d:
-        return "failed: " + d["traceback"].strip().splitlines()[-1]
+    if r["id"] == "P6":
+        return "see the P6 pairs above; min / median / max per side: " + "; ".join(
+            f"{k} {v}" for k, v in d.get("slopes", {}).items()) + "."
+    if r["id"] == "R4":
+        return "see the R4 runs above."
+    if r["id"] == "P8":
+        return (f"speed goal met: {_mark(d.get('speed_goal_met'))}; CPU goal met: {_mark(d.get('cpu_goal_met'))}; "
+                "see the served runs above.")
     return "see the episode runs above."
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="short run: P4 16@4 only, P5 once each, no P5-single")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, same comparisons (see above)")
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="where results.json and results.md go")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (vf-eval outputs, generated packages)")
@@ -222,12 +342,16 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown benchmarks: {sorted(unknown)}")
     report = run(only, ns.quick, ns.keep)
+    report["machine"]["command"] = " ".join(["python bench/run.py", *sys.argv[1:]])
     ns.out.mkdir(parents=True, exist_ok=True)
     (ns.out / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     markdown = to_markdown(report)
     (ns.out / "results.md").write_text(markdown)
     print(markdown)
     log(f"wrote {ns.out / 'results.json'} and {ns.out / 'results.md'}")
+    if set(only) == set(ALL):
+        (BENCH / "RESULTS.md").write_text(markdown)
+        log(f"wrote {BENCH / 'RESULTS.md'}")
 
 
 if __name__ == "__main__":
