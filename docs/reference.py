@@ -391,6 +391,12 @@ def catalog_reference() -> str:
         "`openenv-gen NAME` generates the package of any of them; `openenv-gen list` (or `--json`) "
         "prints the same list, and `generated/` holds a checked-in package for each.",
         "",
+        "Env ids are the Hugging Face Spaces upstream deploys to (`openenv/<env dir>`; TextArena "
+        "is published per game, so Wordle is `openenv/wordle`), apps are the installed "
+        "`<env dir>.server.app:app`, and each entry carries an action hint, an example action and "
+        "the episode the capture plays. After a template or catalog change, regenerate the "
+        "packages with `openenv-gen NAME --out generated/PACKAGE --no-scaffold`.",
+        "",
         "| name | env id | package | action | plays an episode here |",
         "|---|---|---|---|---|",
     ]
