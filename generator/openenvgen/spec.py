@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.normalise import UNION_KEYS, normalise, tag_value, union_branches
+from openenvgen_schemas.normalise import UNION_KEYS, discriminator_property, normalise, tag_value, union_branches
 
 from openenvgen.errors import SchemaError, UsageError
 
@@ -247,6 +247,12 @@ def _check_union(schema: dict[str, Any]) -> None:
         shapes[shape] = i
     discriminator = schema.get("discriminator")
     if discriminator is None:
+        if keyword_used == "oneOf" and discriminator_property({}, members) is None:
+            # A oneOf refuses a value two members accept; the generated union cannot.
+            raise SchemaError(
+                "action schema's oneOf has no discriminator and no property whose const tells its members apart, "
+                "so its members may overlap"
+            )
         return
     name = discriminator.get("propertyName") if isinstance(discriminator, dict) else None
     if not isinstance(name, str):

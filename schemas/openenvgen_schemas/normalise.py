@@ -15,6 +15,9 @@ Two schemas are "equal after normalisation" when they match once
   open one drops its empty `properties`, and
 - in a `pattern`, a backslash before a quote character is dropped: datamodel-code-generator
   writes patterns as raw strings, where a quote must be escaped, and `\'` matches `'`, and
+- a `oneOf` whose members are told apart by one property (each fixes it to a different
+  `const`) is written `anyOf`: no value can match two of them, so the two keywords accept
+  the same values (Pydantic writes a discriminated union `oneOf`, a plain one `anyOf`), and
 - a `discriminator` keeps only its `propertyName`: its `mapping` names `$defs` entries,
   i.e. class names, which are ours to choose (JSON Schema validation ignores the keyword;
   which member a tag selects is the member's own `const` on that property).
@@ -66,6 +69,12 @@ def drop_titles(node: Any) -> Any:
         node = {k: v for k, v in node.items() if k not in ("additionalProperties", "properties", "required")}
         if closed:
             node["maxProperties"] = 0
+    one_of = node.get("oneOf")
+    if (
+        isinstance(one_of, list) and "anyOf" not in node
+        and all(isinstance(m, dict) for m in one_of) and discriminator_property({}, one_of) is not None
+    ):
+        node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
     enum = node.get("enum")
     if isinstance(enum, list) and len(enum) == 1 and "const" not in node:
         node = {**{k: v for k, v in node.items() if k != "enum"}, "const": enum[0]}
