@@ -225,3 +225,77 @@ def test_property_run_mostly_generates() -> None:
     if not GENERATED and not REFUSED:
         pytest.skip("run together with test_generated_packages_are_safe_and_faithful")
     assert len(GENERATED) >= 0.8 * (len(GENERATED) + len(REFUSED)), REFUSED[:5]
+
+
+# --- property-based: union actions (oneOf/anyOf of object models) ---------------------------
+
+UNION_GENERATED: list[str] = []
+
+
+@st.composite
+def union_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """2-4 hostile object members, as `$defs` refs or in place, with or without a discriminator."""
+    members = draw(st.lists(object_schema(leaf()), min_size=2, max_size=4))
+    tagged = draw(st.booleans())
+    tags = draw(st.lists(hostile_text, min_size=len(members), max_size=len(members), unique=True)) if tagged else []
+    if tagged:
+        for member, tag in zip(members, tags):
+            member["properties"] = {**member["properties"], "kind": {"const": tag, "default": tag, "type": "string"}}
+            member["required"] = [r for r in member["required"] if r != "kind"]
+    as_refs = draw(st.booleans())
+    schema: dict[str, Any] = {"title": draw(hostile_text)}
+    if as_refs:
+        names = draw(st.lists(names_strategy_for_defs, min_size=len(members), max_size=len(members), unique=True))
+        schema["$defs"] = dict(zip(names, members))
+        branches = [{"$ref": f"#/$defs/{n}"} for n in names]
+    else:
+        branches = members
+    schema[draw(st.sampled_from(["oneOf", "anyOf"]))] = branches
+    if tagged and draw(st.booleans()):
+        schema["discriminator"] = {"propertyName": "kind"}
+    return schema
+
+
+names_strategy_for_defs = st.one_of(st.sampled_from(["class", "__init__", "BaseModel", "MISSING", "a b", "Action"]),
+                                    st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(action=union_schemas())
+def test_generated_union_packages_are_safe_and_faithful(tmp_path_factory: pytest.TempPathFactory, action) -> None:
+    from openenvgen_schemas.normalise import inline_refs, union_members
+
+    capture = Capture(schema={"action": action, "observation": {"type": "object", "properties": {}}})
+    name = f"union{next(_counter)}"
+    try:
+        spec = build_spec(capture, name=name, env_id="test/union")
+        files = render_package(spec)
+    except SchemaError as e:
+        assert "\n" not in str(e) and str(e)
+        return
+    UNION_GENERATED.append(name)
+    root = tmp_path_factory.mktemp(name)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, "utf-8")
+    sys.path.insert(0, str(root))
+    try:
+        models = importlib.import_module(f"{spec.module}.models")
+        importlib.import_module(spec.module)
+    finally:
+        sys.path.remove(str(root))
+    assert not CANARY.exists()
+    _, action_class, _ = combined_schema(spec)
+    model = getattr(models, action_class)
+    assert equivalent(model.model_json_schema(), spec.action_schema)
+    for member in union_members(spec.action_schema) or []:
+        instance = minimal(inline_refs(member.schema))
+        if member.tag_property is not None:
+            instance = {**instance, member.tag_property: member.schema["properties"][member.tag_property]["const"]}
+        model.model_validate(instance)
+
+
+def test_union_property_run_mostly_generates() -> None:
+    if not UNION_GENERATED:
+        pytest.skip("run together with test_generated_union_packages_are_safe_and_faithful")
+    assert len(UNION_GENERATED) >= 20
