@@ -9,7 +9,6 @@ import of the submodule `pkg.name` when there is one, else of the package itself
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
