@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import json
 import re
 import types
@@ -170,7 +171,7 @@ class ActionSpace:
             ]
         if self.union is not None:
             return [
-                _function(m.name, (m.model.__doc__ or "").strip() or f"Take a {m.name} action.",
+                _function(m.name, inspect.cleandoc(m.model.__doc__ or "") or f"Take a {m.name} action.",
                           _parameters(m.model, implied=self.union.discriminator))
                 for m in self.union.members
             ]
