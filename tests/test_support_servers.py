@@ -25,6 +25,7 @@ if _REPO_ROOT not in sys.path:
 from openai import AsyncOpenAI  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 from websockets.asyncio.client import connect as ws_connect  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 from tests.support.fixture_envs import (  # noqa: E402
     extract_guess,
@@ -430,7 +431,7 @@ def test_serve_app_subprocess_can_be_killed_mid_episode() -> None:
             assert r.done is False
             url.kill()  # the server dies mid-episode
             assert not url.alive
-            with pytest.raises(Exception):
+            with pytest.raises(ConnectionClosed):  # the session's socket died with the server
                 await env.step({"message": "[crane]"})
         finally:
             await env.close()
