@@ -69,7 +69,9 @@ def test_turn_limit_is_honoured(wordle_pkg: str, wordle_server: str) -> None:
 
 
 def test_both_env_and_base_url_is_a_config_error(wordle_pkg: str) -> None:
-    with pytest.raises(Exception, match="set `env` or `base_url`, not both: drop `env`"):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="set `env` or `base_url`, not both: drop `env`"):
         load_env(wordle_pkg, {"env": "openenv/wordle", "base_url": "http://127.0.0.1:1"})
 
 
@@ -83,10 +85,30 @@ def test_thirty_two_episodes_over_four_single_session_servers(grid_pkg: str) -> 
     pool learns each server's capacity from CAPACITY_REACHED, and none is reported failed."""
     from contextlib import ExitStack
 
+    from tests.support.adapters import model_context
+
+    model = ScriptedChatModel(Script([GRID_WIN]))
     with ExitStack() as stack:
         urls = [str(stack.enter_context(serve_app(make_grid_app(), ready_path="/health"))) for _ in range(4)]
-        episodes, _ = _run(grid_pkg, Script([GRID_WIN]), urls, repeat=32, concurrency=16)
+        model_url = str(stack.enter_context(serve_app(model)))
+        env = load_env(grid_pkg, {"base_url": urls})
+
+        async def main() -> tuple[list, list]:
+            gate = asyncio.Semaphore(16)
+            ctx = model_context(model_url)
+
+            async def one(task) -> object:
+                async with gate:
+                    return await env.run_episode(task, ctx)
+
+            async with env.serving():
+                episodes = await asyncio.gather(*(one(t) for t in list(env.taskset) * 32))
+                return episodes, [(s.url, s.capacity, s.down) for s in env.pool.servers]
+
+        episodes, servers = asyncio.run(main())
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 32
+    # Sixteen at once on four one-session servers: each one's capacity was learnt as 1.
+    assert sorted(servers) == sorted((url, 1, None) for url in urls), servers
 
 
 def test_killing_a_server_mid_episode_ends_only_its_episode(wordle_pkg: str, tmp_path: Path) -> None:
