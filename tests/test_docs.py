@@ -10,6 +10,7 @@ into the docs resolve.
 
 from __future__ import annotations
 
+import ast
 import html
 import importlib.util
 import os
@@ -124,6 +125,56 @@ def test_the_benchmarks_page_is_bench_results_one_level_down() -> None:
     assert "### Headline" in page and "# Benchmark results" not in page
     assert "the runner (`bench/run.py`)" in page
     assert "# not a heading" in page and "## not a heading" not in page
+
+
+# ------------------------------------------------------------------ the FAQ quotes the code
+
+# FAQ entries this check cannot trace to one string of the code.
+NOT_ONE_STRING = {
+    "No matching distribution found for openenvgen-runtime",  # pip's
+    "PKG: edited: MODULE/models.py",  # a line of `check`'s report, not an error message
+    "http://HOST:PORT/health: ConnectError: [Errno 111] Connection refused",  # the URL, then httpx's error
+    "custom.py: reward fragile raised ZeroDivisionError: ...",  # the hook's label, then its exception
+}
+
+
+def _message_patterns() -> list[re.Pattern[str]]:
+    """Every string the generator, runtime and schemas hold with at least 10 fixed characters,
+    as a pattern in which each f-string placeholder matches anything."""
+    patterns = []
+    for folder in ("generator", "runtime", "schemas"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.JoinedStr):
+                    values = node.values
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    values = [node]
+                else:
+                    continue
+                fixed = [v.value for v in values if isinstance(v, ast.Constant)]
+                if sum(map(len, fixed)) >= 10:
+                    parts = [re.escape(v.value) if isinstance(v, ast.Constant) else ".+" for v in values]
+                    patterns.append(re.compile("".join(parts), re.DOTALL))
+    return patterns
+
+
+def test_every_faq_message_is_one_the_code_prints() -> None:
+    """Each error the FAQ quotes (in bold code) is a message the code can print, with its
+    variable parts in capitals or as examples: a reworded message fails here until the FAQ
+    follows."""
+    patterns = _message_patterns()
+    quoted = re.findall(r"\*\*``? ?(.+?) ?``?\*\*", (ROOT / "docs" / "faq.md").read_text("utf-8"))
+    assert len(quoted) >= 30
+    stale = []
+    for message in quoted:
+        if message in NOT_ONE_STRING:
+            continue
+        if any(p.fullmatch(message) for p in patterns):
+            continue
+        covered = max((len(m.group(0)) for p in patterns if (m := p.search(message))), default=0)
+        if covered < 0.6 * len(message):
+            stale.append(message)
+    assert not stale, f"the FAQ quotes messages the code no longer prints: {stale}"
 
 
 # ------------------------------------------------------------------ the site
