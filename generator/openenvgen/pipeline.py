@@ -9,6 +9,7 @@ from openenvgen import catalog, sources
 from openenvgen.errors import UsageError
 from openenvgen.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
+from openenvgen_schemas.normalise import union_members
 
 RESERVED_NAMES = frozenset({"generate", "check", "list", "regen", "publish"})
 
@@ -119,23 +120,27 @@ def next_steps(target: Path) -> str:
 
 def catalog_json() -> dict:
     """`list --json`. Stable keys: `envs`, a list in catalog order of `{name, env_id, package,
-    action, fields, tools}`; `action` is "typed" or "mcp"; a typed env has `fields`
-    (`[{name, type, required}]`, the base `metadata` field left out) and `tools` null; an
-    MCP env has `tools` (`[{name, description, arguments: [{name, type, required}]}]`) and
-    `fields` null."""
+    action, fields, tools, members}`; `action` is "typed", "mcp" or "union"; a typed env has
+    `fields` (`[{name, type, required}]`, the base `metadata` field left out); an MCP env has
+    `tools` (`[{name, description, arguments: [{name, type, required}]}]`); a union env has
+    `members` (`[{key, fields}]`, each without the shared tag); the others are null."""
     envs = []
     for entry in catalog.entries().values():
         spec = build_spec(entry.capture(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
+        members = None if spec.is_mcp else union_members(spec.action_schema)
         envs.append({
             "name": entry.name,
             "env_id": entry.env_id,
             "package": spec.package,
-            "action": "mcp" if spec.is_mcp else "typed",
-            "fields": None if spec.is_mcp else _field_list(spec.action_schema, skip_metadata=True),
+            "action": "mcp" if spec.is_mcp else "union" if members else "typed",
+            "fields": None if spec.is_mcp or members else _field_list(spec.action_schema, skip_metadata=True),
             "tools": [
                 {"name": t.name, "description": t.description, "arguments": _field_list(t.input_schema, skip_metadata=False)}
                 for t in spec.tools or ()
             ] if spec.is_mcp else None,
+            "members": [
+                {"key": m.key, "fields": _field_list(_without(m.schema, m.tag_property), skip_metadata=True)} for m in members
+            ] if members else None,
         })
     return {"envs": envs}
 
@@ -158,13 +163,24 @@ def catalog_rows() -> list[tuple[str, str, str, str]]:
     rows = []
     for entry in catalog.entries().values():
         spec = build_spec(entry.capture(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
+        members = union_members(spec.action_schema)
         if spec.is_mcp:
             kind = "MCP"
             detail = ", ".join(f"{t.name}({_fields(t.input_schema, typed=False)})" for t in spec.tools or ())
+        elif members:
+            # One alternative each, by its key, with its own fields (not the shared tag).
+            kind = "union"
+            detail = " | ".join(f"{m.key}({_fields(_without(m.schema, m.tag_property), typed=False)})" for m in members)
         else:
             kind, detail = "typed", _fields(spec.action_schema, typed=True)
         rows.append((entry.name, entry.env_id, kind, detail))
     return rows
+
+
+def _without(schema: dict, prop: str | None) -> dict:
+    """`schema` without the property `prop` (and without the base `metadata` field)."""
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in (prop, "metadata")}
+    return {**schema, "properties": props}
 
 
 def _fields(schema: dict, *, typed: bool) -> str:
