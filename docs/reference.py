@@ -271,7 +271,8 @@ def options_reference() -> str:
         "`app` (`PROVIDER_DEFAULTS`).",
         "",
         "Set one on the command line as `--env.taskset.NAME VALUE` (dashes for underscores), or in a "
-        "config file passed as `vf-eval @ eval.toml`, under `[env.taskset]` with the field's own name:",
+        "config file passed with `@` (`vf-eval wordle-openenv -m MODEL --no-push @ eval.toml`), under "
+        "`[env.taskset]` with the field's own name:",
         "",
         "```bash",
         f"vf-eval wordle-openenv -m MODEL --no-push {_flag('env.taskset', example.name)} 8",
