@@ -189,6 +189,8 @@ class EnvFolder:
     path: Path
     package: str
     """The import package the env's pyproject maps its folder to (its `<pkg>.server.app`)."""
+    app_path: str | None = None
+    """The ASGI app, when not `<package>.server.app:app` (an author's project: its manifest's)."""
 
     @property
     def name(self) -> str:
@@ -198,7 +200,59 @@ class EnvFolder:
     def app(self) -> str:
         # `uv run --project` does not cd into the env: its own `server.app:app` would not
         # import, the installed package's module does.
-        return f"{self.package}.server.app:app"
+        return self.app_path or f"{self.package}.server.app:app"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How uv runs one env, beyond its own pyproject: the catalog entry's `capture` table.
+
+    Each is what a user of the UV provider would have to do for the env to start here;
+    `source.json` records them with the command.
+    """
+
+    python: str | None = None
+    """The interpreter uv runs the env with (`uv run --python`): a version such as "3.12",
+    found through `--python VERSION=PATH` (else uv's own search), or a path."""
+    with_: tuple[str, ...] = ()
+    """Extra requirements (`uv run --with`), e.g. a dependency the env's pyproject lacks."""
+    overrides: tuple[str, ...] = ()
+    """Requirements that replace the env's own (uv's `override-dependencies`), e.g. openenv
+    from the index where the env's pyproject takes it from a git URL: the env is then run
+    through a one-dependency wrapper project that applies them."""
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any] | None) -> RunSettings:
+        table = (entry or {}).get("capture") or {}
+        unknown = set(table) - {"python", "with", "overrides"}
+        if unknown:
+            raise UsageError(f"catalog capture table: unknown key(s) {', '.join(sorted(unknown))} (python, with, overrides)")
+        return cls(python=table.get("python"), with_=tuple(table.get("with", ())), overrides=tuple(table.get("overrides", ())))
+
+    def options(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"python": self.python, "with": list(self.with_), "overrides": list(self.overrides)}
+        return {k: v for k, v in shown.items() if v}
+
+
+def resolve_python(requested: str | None, interpreters: dict[str, str]) -> str | None:
+    """`requested` ("3.12", or a path) as uv's `--python` value: the interpreter given for
+    that version with `--python VERSION=PATH`, else the request itself (uv searches PATH)."""
+    if requested is None:
+        return None
+    return interpreters.get(requested, requested)
+
+
+def parse_interpreters(values: list[str]) -> dict[str, str]:
+    """`--python VERSION=PATH` options as {version: path}."""
+    found = {}
+    for value in values:
+        version, sep, path = value.partition("=")
+        if not sep or not version or not path:
+            raise UsageError(f"--python {value!r}: expected VERSION=PATH, e.g. 3.12=/usr/bin/python3.12")
+        if not Path(path).is_file():
+            raise UsageError(f"--python {value!r}: no interpreter at {path}")
+        found[version] = path
+    return found
 
 
 def env_folders(checkout: Path, only: list[str] | None = None) -> list[EnvFolder]:
@@ -215,12 +269,76 @@ def env_folders(checkout: Path, only: list[str] | None = None) -> list[EnvFolder
 
 
 def _package_of(env_dir: Path) -> str:
-    pyproject = tomllib.loads((env_dir / "pyproject.toml").read_text("utf-8"))
+    return _mapped_package(env_dir) or env_dir.name
+
+
+def _mapped_package(env_dir: Path) -> str | None:
+    """The package setuptools' `package-dir` maps the env folder itself to, if any."""
+    try:
+        pyproject = tomllib.loads((env_dir / "pyproject.toml").read_text("utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{env_dir}/pyproject.toml is not TOML ({e})") from None
     package_dir = pyproject.get("tool", {}).get("setuptools", {}).get("package-dir", {})
     for package, folder in package_dir.items():
         if folder in (".", "") and package:
             return package
-    return env_dir.name
+    return None
+
+
+MANIFEST = "openenv.yaml"
+
+
+def project_env(path: Path) -> EnvFolder:
+    """An env author's OpenEnv project (a folder with its `pyproject.toml` and `openenv.yaml`)
+    as the UV provider runs it: `uv run --project PATH -- uvicorn APP`, APP the manifest's
+    `app` as an installed module. uvicorn is not started inside the folder, so an app named
+    relative to it (`server.app:app`) is named through the package the pyproject maps the
+    folder to (`my_env.server.app:app`), as for upstream's envs."""
+    path = path.resolve()
+    for required in ("pyproject.toml", MANIFEST):
+        if not (path / required).is_file():
+            raise UsageError(f"--project {path}: no {required} (an OpenEnv env project has a pyproject.toml and an {MANIFEST})")
+    import yaml
+
+    try:
+        manifest = yaml.safe_load((path / MANIFEST).read_text("utf-8"))
+    except yaml.YAMLError as e:
+        raise UsageError(f"--project {path}: {MANIFEST} is not YAML ({' '.join(str(e).split())[:160]})") from None
+    app = manifest.get("app") if isinstance(manifest, dict) else None
+    if not isinstance(app, str) or ":" not in app:
+        raise UsageError(f"--project {path}: {MANIFEST} names no app as MODULE:ATTR (e.g. `app: server.app:app`)")
+    mapped = _mapped_package(path)
+    if mapped is not None:
+        module = app.split(":", 1)[0]
+        if f".{mapped}." in f".{module}":  # a repository-relative path: envs.my_env.server.app
+            app = app[f".{app}".index(f".{mapped}.") :]
+        elif not module.startswith(f"{mapped}."):
+            app = f"{mapped}.{app}"
+    return EnvFolder(path, mapped or path.name, app_path=app)
+
+
+def project_name(path: Path) -> str | None:
+    """The manifest's `name` (an env id for the package), if it has one."""
+    import yaml
+
+    manifest = yaml.safe_load((path / MANIFEST).read_text("utf-8"))
+    name = manifest.get("name") if isinstance(manifest, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+@contextlib.contextmanager
+def serving_project(env: EnvFolder, *, timeout: float = START_TIMEOUT_S) -> Iterator[str]:
+    """The project's server, started as `capture` starts upstream envs (from a scratch
+    working directory, its log in a scratch file); yields its URL, stops it on exit."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"openenv-gen-project-{env.name}-"))
+    try:
+        try:
+            with running(env, {}, scratch / "server.log", timeout, cwd=scratch) as url:
+                yield url
+        except CaptureFailed as e:
+            raise SourceError(f"--project {env.path}: {' '.join(str(e).split())[:600]}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def source_commit(checkout: Path, given: str | None) -> str:
@@ -248,11 +366,11 @@ print(json.dumps({"python": platform.python_version(), **found}))
 """
 
 
-def installed_versions(env: EnvFolder) -> dict[str, str]:
+def installed_versions(env: EnvFolder, uv_run: list[str] | None = None, *, cwd: Path | None = None) -> dict[str, str]:
     """What the env's UV environment really holds (uv re-resolves a stale uv.lock in
     memory, so the lock alone can name an older openenv than the one that runs)."""
-    command = [find_uv(), "run", "--isolated", "--project", str(env.path), "--", "python", "-c", _VERSIONS_SCRIPT]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    command = [*(uv_run or uv_run_prefix(env)), "python", "-c", _VERSIONS_SCRIPT]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=cwd)
     if done.returncode != 0:
         return {}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -277,10 +395,57 @@ def find_uv() -> str:
     return found
 
 
-def uv_command(env: EnvFolder, port: int) -> list[str]:
+def uv_run_prefix(env: EnvFolder, settings: RunSettings = RunSettings(), *, python: str | None = None, project: Path | None = None) -> list[str]:
+    """`uv run ... --`: OpenEnv's UVProvider's `uv run --isolated --project ENV`, with the
+    env's run settings (`python` is the resolved `--python`; `project` the wrapper project
+    that applies overrides)."""
+    command = [find_uv(), "run", "--isolated"]
+    if python:
+        command += ["--python", python]
+    for requirement in settings.with_:
+        command += ["--with", requirement]
+    return [*command, "--project", str(project or env.path), "--"]
+
+
+def uv_command(env: EnvFolder, port: int, uv_run: list[str] | None = None) -> list[str]:
     """The command OpenEnv's UVProvider runs (openenv.core.containers.runtime.uv_provider)."""
-    return [find_uv(), "run", "--isolated", "--project", str(env.path), "--", "uvicorn", env.app,
+    return [*(uv_run or uv_run_prefix(env)), "uvicorn", env.app,
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]  # fmt: skip
+
+
+def override_project(env: EnvFolder, overrides: tuple[str, ...], folder: Path) -> Path:
+    """A wrapper project in `folder` whose one dependency is the env (from its folder) and
+    whose uv `override-dependencies` are `overrides`: uv applies overrides of the project
+    it runs, and the env's own pyproject stays as upstream wrote it. The env's `uv.lock`
+    still decides the rest: its pinned versions become the wrapper's constraints (a fresh
+    resolution can pair versions the lock never did, e.g. dm_control with a newer MuJoCo)."""
+    pyproject = tomllib.loads((env.path / "pyproject.toml").read_text("utf-8"))
+    project = pyproject.get("project", {})
+    dist = project.get("name")
+    if not dist:
+        raise CaptureFailed(f"{env.path}/pyproject.toml names no [project] name to depend on")
+    requires = project.get("requires-python")
+    constraints = _locked_versions(env.path, skip={_requirement_name(o) for o in overrides} | {_requirement_name(dist)})
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# Runs the env with overridden requirements (openenv-gen capture).",
+        "[project]",
+        'name = "capture-wrapper"',
+        'version = "0"',
+        *([f"requires-python = {json.dumps(requires)}"] if requires else []),
+        f"dependencies = [{json.dumps(dist)}]",
+        "",
+        "[tool.uv]",
+        "package = false",
+        f"override-dependencies = [{', '.join(json.dumps(o) for o in overrides)}]",
+        f"constraint-dependencies = [{', '.join(json.dumps(c) for c in constraints)}]",
+        "",
+        "[tool.uv.sources]",
+        f"{json.dumps(dist)} = {{ path = {json.dumps(str(env.path))} }}",
+        "",
+    ]
+    (folder / "pyproject.toml").write_text("\n".join(lines), "utf-8")
+    return folder
 
 
 def _tail(log: Path, lines: int = 12) -> str:
@@ -289,13 +454,33 @@ def _tail(log: Path, lines: int = 12) -> str:
     return ""
 
 
+def _requirement_name(requirement: str) -> str:
+    """A PEP 508 requirement's distribution name, normalised (`openenv[core]>=1` → openenv)."""
+    import re
+
+    name = re.split(r"[\s\[<>=!~;@(]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _locked_versions(env_dir: Path, *, skip: set[str]) -> list[str]:
+    """`name==version` for each index package the env's uv.lock pins to one version."""
+    lock = env_dir / "uv.lock"
+    if not lock.is_file():
+        return []
+    versions: dict[str, set[str]] = {}
+    for package in tomllib.loads(lock.read_text("utf-8")).get("package", []):
+        if "registry" in (package.get("source") or {}) and package.get("version"):
+            versions.setdefault(_requirement_name(package["name"]), set()).add(package["version"])
+    return [f"{name}=={next(iter(found))}" for name, found in sorted(versions.items()) if len(found) == 1 and name not in skip]
+
+
 @contextlib.contextmanager
-def running(env: EnvFolder, env_vars: dict[str, str], log: Path, timeout: float, *, cwd: Path | None = None) -> Iterator[str]:
+def running(env: EnvFolder, env_vars: dict[str, str], log: Path, timeout: float, *, cwd: Path | None = None, uv_run: list[str] | None = None) -> Iterator[str]:
     """The env's server, started as the UV provider starts it; yields its base URL."""
     port = _free_port()
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            uv_command(env, port),
+            uv_command(env, port, uv_run),
             env={**os.environ, **env_vars},
             cwd=cwd,
             stdin=subprocess.DEVNULL,
@@ -317,14 +502,28 @@ def running(env: EnvFolder, env_vars: dict[str, str], log: Path, timeout: float,
             time.sleep(0.5)
         yield url
     finally:
+        _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop uv and everything it started (its process group): SIGTERM, then SIGKILL to
+    whatever is left after 10 s; returns once the group is gone (or after 20 s more)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    # uv is gone; the uvicorn it started may still be shutting down.
+    started = time.monotonic()
+    while time.monotonic() - started < 20:
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+            os.killpg(process.pid, signal.SIGKILL if time.monotonic() - started > 10 else 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------
@@ -347,10 +546,15 @@ def wire_form(action: dict[str, Any], *, mcp: bool) -> dict[str, Any]:
     return dict(action)
 
 
+def catalog_entry(env_name: str, catalog_toml: Path = CATALOG_TOML) -> dict[str, Any] | None:
+    """The catalog entry made from the env folder `env_name` (its `corpus`), if any."""
+    raw = tomllib.loads(catalog_toml.read_text("utf-8"))
+    return next((e for e in raw["envs"].values() if e.get("corpus") == env_name), None)
+
+
 def plan_for(env: EnvFolder, *, mcp: bool, catalog_toml: Path = CATALOG_TOML) -> Plan:
     """The catalog entry's first reset and its `episode` (default: its example action)."""
-    raw = tomllib.loads(catalog_toml.read_text("utf-8"))
-    entry = next((e for e in raw["envs"].values() if e.get("corpus") == env.name), None)
+    entry = catalog_entry(env.name, catalog_toml)
     if entry is None:
         return Plan(reset={}, actions=[])
     example = entry.get("example_action")
@@ -389,6 +593,8 @@ def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]
         metadata = client.get("/metadata")
         if metadata.status_code != 200:
             notes.append(f"GET /metadata answered {metadata.status_code}: the env cannot be created here, no session recorded")
+            _write(folder, SEED_FILE, {"verdict": "unmeasured", "evidence": {"reason": f"GET /metadata answered {metadata.status_code}: the env cannot be created here"}})
+            _record_verdicts(url, folder, action)
             return notes
         _write(folder, "metadata.json", metadata.json())
         listing = client.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1})
@@ -403,7 +609,47 @@ def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]
         notes.append(outcome)
     elif not plan.actions:
         notes.append("no catalog episode for this env: recorded up to the reset")
+    _write(folder, SEED_FILE, measure_seed(url, plan))
+    _record_verdicts(url, folder, action)
     return notes
+
+
+SEED_FILE = "seed.json"
+VERDICTS_FILE = "validation.json"
+
+
+def _record_verdicts(url: str, folder: Path, action_schema: Any) -> None:
+    from openenvgen.verdicts import record_verdicts
+
+    if isinstance(action_schema, dict):
+        _write(folder, VERDICTS_FILE, record_verdicts(url, action_schema))
+
+
+def _ws_send(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
+    ws.send(json.dumps(message))
+    return json.loads(ws.recv(timeout=REQUEST_TIMEOUT_S))
+
+
+def measure_seed(url: str, plan: Plan) -> dict[str, Any]:
+    """Whether the env honours `seed` (see seeding.py): three sessions of the episode."""
+    from websockets.sync.client import connect
+
+    from openenvgen import seeding
+
+    ws_url = "ws" + url.removeprefix("http") + "/ws"
+    seed = plan.reset.get("seed", 0)
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+    other = seed + 1
+    traces = []
+    try:
+        for s in (seed, seed, other):
+            with connect(ws_url, max_size=None, open_timeout=30) as ws:
+                traces.append(seeding.session_trace(ws, _ws_send, {**plan.reset, "seed": s}, plan.actions))
+                with contextlib.suppress(Exception):
+                    ws.send(json.dumps({"type": "close"}))
+    except Exception as e:  # a session that breaks off cannot be compared
+        return {"verdict": "unmeasured", "evidence": {"reason": f"session {len(traces) + 1} failed: {type(e).__name__}: {str(e)[:200]}"}}
+    return seeding.verdict(*traces, seed=seed, other_seed=other)
 
 
 def _record_session(url: str, folder: Path, plan: Plan, *, mcp: bool) -> str:
@@ -411,10 +657,7 @@ def _record_session(url: str, folder: Path, plan: Plan, *, mcp: bool) -> str:
     from websockets.sync.client import connect
 
     ws_url = "ws" + url.removeprefix("http") + "/ws"
-
-    def send(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
-        ws.send(json.dumps(message))
-        return json.loads(ws.recv(timeout=REQUEST_TIMEOUT_S))
+    send = _ws_send
 
     with connect(ws_url, max_size=None, open_timeout=30) as ws:
         request = {"type": "reset", "data": plan.reset}
@@ -446,11 +689,18 @@ def _record_session(url: str, folder: Path, plan: Plan, *, mcp: bool) -> str:
 # ---------------------------------------------------------------------------
 
 
-def capture_env(env: EnvFolder, out: Path, *, commit: str, timeout: float, logs: Path, catalog_toml: Path = CATALOG_TOML) -> list[str]:
+def capture_env(
+    env: EnvFolder, out: Path, *, commit: str, timeout: float, logs: Path, catalog_toml: Path = CATALOG_TOML,
+    interpreters: dict[str, str] | None = None,
+) -> list[str]:
     """Start, record and stop one env into `out/<env dir>`; raises CaptureFailed."""
     folder = out / env.name
     scratch = Path(tempfile.mkdtemp(prefix=f"capture-{env.name}-"))
     try:
+        settings = RunSettings.from_entry(catalog_entry(env.name, catalog_toml))
+        python = resolve_python(settings.python, interpreters or {})
+        project = override_project(env, settings.overrides, scratch / "wrapper") if settings.overrides else None
+        uv_run = uv_run_prefix(env, settings, python=python, project=project)
         setup = _SETUP.get(env.name, Setup())
         env_vars = dict(setup.env_vars)
         if setup.prepare is not None:
@@ -461,17 +711,20 @@ def capture_env(env: EnvFolder, out: Path, *, commit: str, timeout: float, logs:
         # Some envs write files into their working directory (calendar_env's databases):
         # a scratch one keeps them out of wherever the capture was started.
         cwd = env.path if setup.run_in_env_dir else scratch
-        with running(env, env_vars, logs / f"{env.name}.log", timeout, cwd=cwd) as url:
+        with running(env, env_vars, logs / f"{env.name}.log", timeout, cwd=cwd, uv_run=uv_run) as url:
             notes = record(url, folder, lambda mcp: plan_for(env, mcp=mcp, catalog_toml=catalog_toml))
         shown_vars = {k: ("<stand-in data>" if v.startswith(str(scratch)) else v) for k, v in env_vars.items()}
+        shown_project = f"envs/{env.name}" if project is None else f"<a wrapper project: envs/{env.name} with override-dependencies {list(settings.overrides)}>"
+        shown_run = ["uv", "run", "--isolated", *(["--python", settings.python] if settings.python else []),
+                     *(arg for r in settings.with_ for arg in ("--with", r)), "--project", shown_project, "--"]
         _write(folder, "source.json", {
             "repo": UPSTREAM_REPO,
             "commit": commit,
             "env_dir": f"envs/{env.name}",
-            "command": ["uv", "run", "--isolated", "--project", f"envs/{env.name}", "--", "uvicorn", env.app,
-                        "--host", "127.0.0.1", "--port", "PORT", "--workers", "1"],
+            "command": [*shown_run, "uvicorn", env.app, "--host", "127.0.0.1", "--port", "PORT", "--workers", "1"],
             "app": env.app,
-            "versions": installed_versions(env),
+            "run_settings": settings.options(),
+            "versions": installed_versions(env, uv_run, cwd=scratch),
             "env_vars": shown_vars,
             "cwd": f"envs/{env.name}" if setup.run_in_env_dir else None,
             "notes": [n for n in (setup.note, *notes) if n],
@@ -508,6 +761,7 @@ def run_capture(
     timeout: float = START_TIMEOUT_S,
     catalog_dir: Path | None = None,
     jobs: int = 1,
+    interpreters: dict[str, str] | None = None,
     echo: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Capture the checkout's envs into `out`; returns the updated index. The reset and
@@ -537,7 +791,7 @@ def run_capture(
     def one(env: EnvFolder) -> None:
         started = time.monotonic()
         try:
-            capture_env(env, out, commit=sha, timeout=timeout, logs=logs, catalog_toml=catalog_toml)
+            capture_env(env, out, commit=sha, timeout=timeout, logs=logs, catalog_toml=catalog_toml, interpreters=interpreters)
         except Exception as exc:  # any failure is this env's, recorded with its reason
             reason = " ".join(str(exc).split()) or type(exc).__name__
             with lock:

@@ -40,17 +40,27 @@ def entries() -> dict[str, CatalogEntry]:
             name=name,
             env_id=entry["env_id"],
             corpus=entry["corpus"],
-            defaults=_defaults(entry),
+            defaults=_defaults(entry, seeding().get(name, {})),
         )
     return out
 
 
-def _defaults(entry: dict[str, Any]) -> EnvDefaults:
+@cache
+def seeding() -> dict[str, dict[str, Any]]:
+    """Per entry, whether its env honours `seed`, as the capture measured it
+    (`data/seeding.json`: verdict, summary, evidence; see openenvgen/seeding.py)."""
+    found = _CATALOG / "seeding.json"
+    return json.loads(found.read_text("utf-8")) if found.is_file() else {}
+
+
+def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
     return EnvDefaults(
         app=entry.get("app"),
         resets=tuple(entry.get("resets", [{}])),
         action_hint=entry.get("action_hint", ""),
         example_action=entry.get("example_action"),
+        seed_verdict=seed.get("verdict"),
+        seed_evidence=seed.get("summary", ""),
     )
 
 

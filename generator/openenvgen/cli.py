@@ -94,14 +94,29 @@ def generate(
     package: Annotated[Optional[str], typer.Option("--package", metavar="DIST", help="Distribution name (default: `<name>-openenv`).")] = None,
     app_path: Annotated[Optional[str], typer.Option("--app", metavar="MODULE:ATTR", help="ASGI app the UV provider serves, e.g. my_env.server.app:app.")] = None,
     no_scaffold: Annotated[bool, typer.Option("--no-scaffold", help="Do not scaffold the user-owned files (CHANGELOG.md, tests/) of a new package.")] = False,
+    project: Annotated[Optional[Path], typer.Option("--project", metavar="DIR", help="An OpenEnv env project (its pyproject.toml and openenv.yaml): start it with the UV provider, serving the manifest's app, generate from it, stop it.")] = None,
 ) -> None:
-    """Generate a package from the catalog, a live server or a schema file."""
+    """Generate a package from the catalog, a live server, a schema file or an env project."""
     from openenvgen.pipeline import generate_package
 
-    written = generate_package(
-        name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
-        scaffold=not no_scaffold,
-    )
+    if project is not None:
+        if base_url or schema_file:
+            raise UsageError("pass one of --project, --base-url, --schema-file")
+        from openenvgen.capture import project_env, project_name, serving_project
+
+        env = project_env(project)
+        typer.echo(f"starting {env.path} (uv run --project {env.path} -- uvicorn {env.app}) ...")
+        with serving_project(env) as url:
+            written = generate_package(
+                name, base_url=url, timeout=timeout, out=out, env_id=env_id or project_name(env.path), package=package,
+                app=app_path or env.app, scaffold=not no_scaffold,
+            )
+        typer.echo(f"stopped {env.path}")
+    else:
+        written = generate_package(
+            name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
+            scaffold=not no_scaffold,
+        )
     from openenvgen.pipeline import next_steps
 
     typer.echo(f"wrote {written}")
@@ -112,18 +127,26 @@ def generate(
 def list_envs(
     json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the README) instead of columns.")] = False,
 ) -> None:
-    """Show the embedded catalog: name, env id, action kind (MCP or typed), fields or tools."""
+    """Show the embedded catalog: name, env id, action kind (MCP or typed), whether the env
+    honours `seed` (as its capture measured it), fields or tools."""
+    from openenvgen.catalog import seeding
     from openenvgen.pipeline import catalog_json, catalog_rows
 
+    seeds = seeding()
     if json_output:
-        typer.echo(_json(catalog_json()))
+        document = catalog_json()
+        for env in document["envs"]:
+            seed = seeds.get(env["name"], {})
+            env["seed"] = {"verdict": seed.get("verdict"), "summary": seed.get("summary", "")} if seed else None
+        typer.echo(_json(document))
         return
 
     # Plain aligned columns: never wrapped or truncated, no trailing blanks, greppable.
-    rows = [("name", "env id", "action", "fields / tools"), *catalog_rows()]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    rows = [("name", "env id", "action", "seed", "fields / tools")]
+    rows += [(name, env_id, kind, seeds.get(name, {}).get("verdict", "-"), detail) for name, env_id, kind, detail in catalog_rows()]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[3]]))
+        typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[4]]))
 
 
 _UPSTREAM_URL_HELP = "The env's live server, for one package; NAME=URL for each of several (NAME: env, package or directory name). Repeatable."
@@ -225,14 +248,22 @@ def capture(
     catalog_dir: Annotated[Optional[Path], typer.Option("--catalog", metavar="DIR", help="Also rewrite this catalog's snapshots and source commit (a data/ folder with catalog.toml).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, metavar="SECONDS", help="Seconds each env may take to start (its first start installs its dependencies).")] = 900.0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Envs captured at once.")] = 1,
+    python: Annotated[Optional[list[str]], typer.Option("--python", metavar="VERSION=PATH", help="The interpreter for envs whose catalog entry asks for Python VERSION (`capture = { python = \"3.12\" }`), e.g. 3.12=/usr/bin/python3.12. Repeatable; without it uv searches for VERSION itself.")] = None,
 ) -> None:
     """Start each env of an OpenEnv checkout as the UV provider does (its own uv.lock) and
-    record /health, /metadata, /schema, its MCP tools, a reset and the catalog's episode.
-    Envs that fail are listed with their reason in capture.json; exit 1 if one named
-    with --only failed, or if none could be captured."""
-    from openenvgen.capture import check_captured, run_capture
+    record /health, /metadata, /schema, its MCP tools, a reset and the catalog's episode;
+    then whether it honours `seed` (two resets with one seed, one with another) and what
+    its server does with actions sampled from its schema (validation verdicts). An env's
+    catalog entry may say how uv must run it here (`capture = { python, with, overrides }`,
+    see catalog.toml). Envs that fail are listed with their reason in capture.json; exit 1
+    if one named with --only failed, or if none could be captured."""
+    from openenvgen.capture import check_captured, parse_interpreters, run_capture
 
-    index = run_capture(checkout, out=out, only=only, commit=commit, timeout=timeout, catalog_dir=catalog_dir, jobs=jobs, echo=typer.echo)
+    interpreters = parse_interpreters(python or [])
+    index = run_capture(
+        checkout, out=out, only=only, commit=commit, timeout=timeout, catalog_dir=catalog_dir, jobs=jobs,
+        interpreters=interpreters, echo=typer.echo,
+    )
     typer.echo(f"captured {len(index['captured'])}, failed {len(index['failed'])} (commit {index['commit'][:12]}): see {out / 'capture.json'}")
     if any(name in index["failed"] for name in only or ()):
         raise typer.Exit(1)

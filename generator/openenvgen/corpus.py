@@ -3,8 +3,9 @@
 DIR holds one folder per env (`schema.json`, `metadata.json`, and for MCP envs
 `mcp_tools_list.json` or `tools.json`), as `openenv-gen capture` records them from
 upstream servers. Every catalog entry's snapshot (`data/snapshots/<name>.json`) is
-rewritten from its `corpus` folder; when DIR has the capture index (`capture.json`), the
-upstream commit it was captured from is written into `data/catalog.toml`'s `[source]`.
+rewritten from its `corpus` folder, and its seed verdict (the folder's `seed.json`) into
+`data/seeding.json`; when DIR has the capture index (`capture.json`), the upstream commit
+it was captured from is written into `data/catalog.toml`'s `[source]`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,18 @@ def snapshot_text(folder: Path) -> str:
     return json.dumps(capture_from_corpus(folder), indent=2, ensure_ascii=False) + "\n"
 
 
+SEEDING_FILE = "seeding.json"
+"""Per catalog entry: whether its env honours `seed` (verdict, summary, evidence)."""
+
+
+def seed_entry(measured: dict[str, Any]) -> dict[str, Any]:
+    """A capture's `seed.json` as the catalog keeps it: the verdict, one line for people,
+    and the evidence."""
+    from openenvgen.seeding import summary
+
+    return {"verdict": measured.get("verdict", "unmeasured"), "summary": summary(measured), "evidence": measured.get("evidence", {})}
+
+
 _SOURCE_TABLE = re.compile(r"^\[source\]\n(?:[^\[\n].*\n|\n)*?(?=^\[|\Z)", re.MULTILINE)
 
 
@@ -64,13 +77,19 @@ def write_catalog(corpus: Path, data: Path = DATA, *, echo: Callable[[str], None
     out = data / "snapshots"
     out.mkdir(parents=True, exist_ok=True)
     missing = []
+    seeding_file = data / SEEDING_FILE
+    seeding = json.loads(seeding_file.read_text("utf-8")) if seeding_file.is_file() else {}
     for name, entry in raw["envs"].items():
         folder = corpus / entry["corpus"]
         if not (folder / "schema.json").is_file():
             missing.append(f"{name} ({folder})")
             continue
         (out / f"{name}.json").write_text(snapshot_text(folder), "utf-8")
+        if (folder / "seed.json").is_file():
+            seeding[name] = seed_entry(json.loads((folder / "seed.json").read_text("utf-8")))
         echo(f"{name}: {folder}")
+    seeding = {name: seeding[name] for name in raw["envs"] if name in seeding}
+    seeding_file.write_text(json.dumps(seeding, indent=2, ensure_ascii=False) + "\n", "utf-8")
     index = corpus / "capture.json"
     if index.is_file():
         captured = json.loads(index.read_text("utf-8"))

@@ -13,7 +13,7 @@ error) is compared:
 - A = B ≠ C: **reproducible**: the seed decides the episode.
 - A = B = C: **deterministic**: two seeds gave the same episode (no randomness seen).
 - no session could be compared (the reset answered an error, or an observation whose
-  `error` field is set, or a session broke off): **unmeasured**.
+  `error` field, or its metadata's, is set; or a session broke off): **unmeasured**.
 
 The evidence keeps where the sessions differed (paths such as `step 1.observation.board`),
 never the values: states can hold answers (Wordle's secret word). The episode id a server
@@ -116,30 +116,35 @@ def verdict(same: list[tuple[str, Any]], again: list[tuple[str, Any]], other: li
 
 def _reset_failure(trace: list[tuple[str, Any]]) -> str:
     """Why the session's reset did not start an episode ("" if it did): an error reply, or
-    an observation whose own `error` field says so (e.g. a missing required reset kwarg)."""
+    an observation whose `error` field (or its metadata's) says so (a missing required
+    reset kwarg, a sandbox key that is not set)."""
     if not trace:
         return "no reset reply"
     reply = trace[0][1]
     if isinstance(reply, dict) and "error" in reply and "observation" not in reply:
         return f"the reset answered {reply['error']}"
     observation = reply.get("observation") if isinstance(reply, dict) else None
-    if isinstance(observation, dict) and observation.get("error"):
-        return f"the reset's observation reports an error: {str(observation['error'])[:160]}"
+    if not isinstance(observation, dict):
+        return ""
+    metadata = observation.get("metadata")
+    error = observation.get("error") or (metadata.get("error") if isinstance(metadata, dict) else None)
+    if error:
+        return f"the reset's observation reports an error: {str(error)[:160]}"
     return ""
 
 
 def summary(result: dict[str, Any]) -> str:
-    """One line for people: the verdict and what it rests on."""
+    """One line for people on what the verdict rests on."""
     evidence = result.get("evidence", {})
     name = result.get("verdict", "unmeasured")
     if name == "unmeasured":
-        return f"unmeasured: {evidence.get('reason', 'no session')}"
+        return str(evidence.get("reason", "no session"))
     steps = max(0, evidence.get("points", 1) - 1)
     played = f"the reset and {steps} step{'' if steps == 1 else 's'}" if steps else "the reset"
     seed, other = evidence.get("seed"), evidence.get("other_seed")
     if name == "not_reproducible":
         where = ", ".join(evidence.get("same_seed_differs_at", [])[:3])
-        return f"not reproducible: two sessions reset with seed {seed} differed over {played} (at {where})"
+        return f"two sessions reset with seed {seed} differed over {played}, at {where}"
     if name == "reproducible":
-        return f"reproducible: two sessions reset with seed {seed} matched over {played}; seed {other} gave another episode"
-    return f"deterministic: seeds {seed} and {other} gave the same {played} (no randomness seen)"
+        return f"two sessions reset with seed {seed} matched over {played}; seed {other} gave another episode"
+    return f"seeds {seed} and {other} played the same episode over {played}"

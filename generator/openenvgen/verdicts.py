@@ -6,7 +6,9 @@ nested value of the wrong type, a non-object) and sends each to the running serv
 `POST /step`. openenv validates the action against the env's own model before it creates an
 env to step: a validation error answers 422 with pydantic's errors, anything else means the
 model accepted it (the step itself may still fail, e.g. on an env that cannot run here;
-that is the env's business, not validation's). tests/test_validation_equivalence.py
+that is the env's business, not validation's). An env that turns HTTP stepping off (its
+`/step` answers e.g. 400) is asked over one `/ws` session instead: a step message answered
+`VALIDATION_ERROR` is a rejection. tests/test_validation_equivalence.py
 replays every verdict against the generated models: they must accept exactly what the
 server accepted.
 
@@ -29,7 +31,7 @@ NEAR_MISSES = 24
 STEP_TIMEOUT_S = 30.0
 """An accepted action is stepped on a fresh env: a slow env may take this long."""
 MAX_TIMEOUTS = 2
-"""Actions left unanswered before the env's sampling stops."""
+"""Actions left without a verdict (unanswered) before the env's sampling stops."""
 WRONG_VALUES = (None, "", "x", "3", 1.5, -1, 0, 10**9, True, [], {}, [1], {"a": 1})
 NOT_OBJECTS = (None, "x", 3, [], [{"a": 1}])
 _SAMPLING = threading.Lock()
@@ -101,11 +103,17 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
 def server_verdict(client: httpx.Client, action: Any) -> dict[str, Any]:
     """What the server did with one action: accepted, or its validation errors."""
     try:
-        reply = client.post("/step", json={"action": action}, timeout=STEP_TIMEOUT_S)
+        try:
+            reply = client.post("/step", json={"action": action}, timeout=STEP_TIMEOUT_S)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            # uvicorn closes the connection after a step that raised (a 500): once more, on a new one.
+            reply = client.post("/step", json={"action": action}, timeout=STEP_TIMEOUT_S)
     except httpx.TimeoutException:
         # Probably stepping (validation answers at once), but a blocked event loop looks
         # the same from here: no verdict.
         return {"action": action, "accepted": None, "status": f"no answer within {STEP_TIMEOUT_S:g}s"}
+    except httpx.TransportError as e:  # the server went away (an env that crashes on a step)
+        return {"action": action, "accepted": None, "status": f"{type(e).__name__}: {str(e)[:120]}"}
     if reply.status_code == 422:
         try:
             detail = reply.json().get("detail")
@@ -126,19 +134,80 @@ def _errors(detail: Any) -> list[dict[str, Any]]:
     ]
 
 
+def ws_verdict(session: WSSession, action: Any) -> dict[str, Any]:
+    """The same over the WebSocket, for an env that turns HTTP `/step` off: a step message
+    answered VALIDATION_ERROR is a rejection, anything else (an observation, or the step's
+    own EXECUTION_ERROR) got past validation."""
+    try:
+        reply = session.send({"type": "step", "data": action})
+    except Exception as e:  # the session broke off: no verdict, a new session for the next
+        session.close()
+        return {"action": action, "accepted": None, "status": f"{type(e).__name__}: {str(e)[:120]}"}
+    data = reply.get("data") if isinstance(reply, dict) else None
+    if isinstance(reply, dict) and reply.get("type") == "error" and isinstance(data, dict) and data.get("code") == "VALIDATION_ERROR":
+        return {"action": action, "accepted": False, "errors": _errors(data.get("errors") or data.get("message"))}
+    kind = reply.get("type") if isinstance(reply, dict) else "?"
+    code = data.get("code") if isinstance(data, dict) else None
+    return {"action": action, "accepted": True, "status": f"{kind} {code}" if code else kind}
+
+
+class WSSession:
+    """One `/ws` session, opened on first use and again after it breaks off."""
+
+    def __init__(self, url: str) -> None:
+        self.url = "ws" + url.removeprefix("http") + "/ws"
+        self._ws: Any = None
+
+    def send(self, message: dict[str, Any]) -> Any:
+        from websockets.sync.client import connect
+
+        if self._ws is None:
+            self._ws = connect(self.url, max_size=None, open_timeout=30)
+        self._ws.send(json.dumps(message))
+        return json.loads(self._ws.recv(timeout=STEP_TIMEOUT_S))
+
+    def close(self) -> None:
+        if self._ws is not None:
+            try:
+                self._ws.close()
+            except Exception:  # already gone
+                pass
+            self._ws = None
+
+
+HTTP_VERDICT_CODES = (200, 422, 500)
+"""What openenv's own `/step` answers: stepped, invalid, or the step raised."""
+
+
 def record_verdicts(url: str, schema: dict[str, Any], *, echo: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Sample actions from `schema`, send each to the server at `url`, return the record."""
+    """Sample actions from `schema`, send each to the server at `url`, return the record.
+
+    HTTP `POST /step` first; an env whose `/step` answers something openenv's does not
+    (e.g. 400: it turned HTTP stepping off for the WebSocket) is asked over `/ws` instead."""
     with _SAMPLING:
         actions, notes = sample_actions(schema)
-    cases = []
+    cases: list[dict[str, Any]] = []
+    endpoint = "POST /step"
     with httpx.Client(base_url=url, timeout=STEP_TIMEOUT_S) as client:
-        for action in actions:
-            case = server_verdict(client, action)
-            cases.append(case)
-            if case["accepted"] is None and sum(1 for c in cases if c["accepted"] is None) >= MAX_TIMEOUTS:
-                notes.append(f"stopped after {MAX_TIMEOUTS} actions got no answer within {STEP_TIMEOUT_S:g}s")
-                break
+        session = WSSession(url)
+        try:
+            for action in actions:
+                if endpoint == "POST /step":
+                    case = server_verdict(client, action)
+                    status = case.get("status")
+                    if isinstance(status, int) and status not in HTTP_VERDICT_CODES:
+                        notes.append(f"POST /step answered {status}: verdicts come from WebSocket step messages")
+                        endpoint = "WS step"
+                        cases.clear()
+                if endpoint == "WS step":
+                    case = ws_verdict(session, action)
+                cases.append(case)
+                if case["accepted"] is None and sum(1 for c in cases if c["accepted"] is None) >= MAX_TIMEOUTS:
+                    notes.append(f"stopped after {MAX_TIMEOUTS} actions got no verdict (no answer within {STEP_TIMEOUT_S:g}s, or the server went away)")
+                    break
+        finally:
+            session.close()
     accepted = sum(1 for c in cases if c["accepted"] is True)
     rejected = sum(1 for c in cases if c["accepted"] is False)
     echo(f"{len(cases)} actions, {accepted} accepted, {rejected} rejected")
-    return {"endpoint": "POST /step", "accepted": accepted, "rejected": rejected, "notes": notes, "cases": cases}
+    return {"endpoint": endpoint, "accepted": accepted, "rejected": rejected, "notes": notes, "cases": cases}
