@@ -2,11 +2,15 @@
 through OpenEnv's `DockerSwarmProvider`, episodes spread over the replicas (each one's
 session capacity learnt), a replica that dies replaced by Swarm and followed by the pool,
 and the service removed on every path (normal end, an error, SIGKILL of `vf-eval`). A
-swarm that is not initialised is one line before any episode."""
+swarm that is not initialised is one line before any episode: shown on a throwaway Docker
+daemon of the test's own, so the machine's daemon and swarm are never changed (checked
+for the whole module: `docker info`'s swarm state and our labelled containers and services
+are the same after it as before; a swarm the module had to initialise, it leaves again)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 import uuid
@@ -31,13 +35,22 @@ from tests.support.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
 pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(1800)]
+RUN = uuid.uuid4().hex
+"""This module's run label value, on everything it starts (next to each test's own token)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def host_left_as_found() -> Iterator[None]:
+    # No daemon: tests/conftest.py has skipped (or, under OPENENVGEN_REQUIRE_DOCKER=1, failed) already.
+    before = docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}")
+    yield
+    assert docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}") == before
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
-    # No daemon: tests/conftest.py has skipped (or, under OPENENVGEN_REQUIRE_DOCKER=1, failed) already.
-    docker_images.ensure_single_node_swarm()
-    return docker_images.env_image()
+def image(host_left_as_found: None) -> Iterator[str]:
+    with docker_images.single_node_swarm():
+        yield docker_images.env_image()
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +83,7 @@ def swarm_taskset(image: str, token: str, replicas: int = 2, **extra: Any) -> di
         "use_swarm": True,
         "replicas": replicas,
         "startup_timeout": 240,
-        "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}},
+        "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}},
         **extra,
     }
 
@@ -157,11 +170,20 @@ def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, tok
     assert wait_for(lambda: leftovers(token) == [], 90), leftovers(token)
 
 
-def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(image: str, guess_pkg: str, token: str) -> None:
-    # Last in this module: it leaves the swarm, then initialises a new one.
-    docker_images.docker("swarm", "leave", "--force", check=False, timeout=60)
-    try:
-        env = load_env(guess_pkg, swarm_taskset(image, token))
+def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(
+    guess_pkg: str, token: str, request: pytest.FixtureRequest
+) -> None:
+    from tests.conftest import REQUIRE_DOCKER, skip_loudly
+
+    with contextlib.ExitStack() as stack:
+        try:
+            host = stack.enter_context(docker_images.throwaway_daemon())
+        except docker_images.DockerUnavailable as e:
+            skip_loudly(request.config, "the not-initialised swarm test", str(e), required_by=REQUIRE_DOCKER)
+        # The code under test talks to the throwaway daemon only, which is in no swarm.
+        stack.enter_context(pytest.MonkeyPatch.context()).setenv("DOCKER_HOST", host)
+        assert docker_images.swarm_state() == "inactive"
+        env = load_env(guess_pkg, swarm_taskset("openenvgen-test-guess:any", token))
 
         async def main() -> None:
             async with env.serving():
@@ -169,10 +191,9 @@ def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(image: s
 
         with pytest.raises(LaunchError) as info:
             asyncio.run(main())
-    finally:
-        docker_images.ensure_single_node_swarm()
+        assert docker_images.swarm_state() == "inactive"
+        assert leftovers(token) == []
     assert str(info.value) == (
         "use_swarm: this Docker engine is not part of a swarm (state: inactive); "
         "run `docker swarm init` (or `docker swarm join` to a manager) first"
     )
-    assert leftovers(token) == []

@@ -9,6 +9,9 @@ builds each once and every later run reuses it.
 
 Everything the tests start carries the label `openenvgen.test=1`, so leftovers can be
 listed precisely (`docker ps -a --filter label=...`) without touching anyone else's.
+`host_state` is what a test module must leave as it found it (swarm membership, labelled
+containers and services); a test that needs a daemon in another state (e.g. outside any
+swarm) gets a `throwaway_daemon` of its own instead of changing the machine's.
 
 Run `python -m tests.support.docker_images` to build (or find) the env image ahead of a
 test run; it prints the image tag.
@@ -17,12 +20,17 @@ test run; it prints the image tag.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -33,6 +41,8 @@ SUITE = "bookworm"
 BASE_REPOSITORY = "openenvgen-test-base"
 ENV_REPOSITORY = "openenvgen-test-guess"
 TEST_LABEL = "openenvgen.test"
+RUN_LABEL = "openenvgen.test.run"
+"""Carried next to TEST_LABEL by everything one test module starts: its leftovers, if any."""
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenvgen-tests"
 # Debian packages of the base image: an interpreter that matches the host's (3.11), so
 # the host-built wheelhouse installs as is, and pip to install it.
@@ -199,13 +209,81 @@ def swarm_state() -> str:
     return docker("info", "--format", "{{.Swarm.LocalNodeState}}", check=False).stdout.strip()
 
 
-def ensure_single_node_swarm() -> None:
-    """Initialise a one-node swarm on loopback when none is active."""
+@contextmanager
+def single_node_swarm() -> Iterator[None]:
+    """An active swarm for the block: the machine's own when it is in one (left as it is),
+    else a one-node swarm on loopback that is left again at the end."""
     if swarm_state() == "active":
+        yield
         return
     proc = docker("swarm", "init", "--advertise-addr", "127.0.0.1", check=False, timeout=60)
     if proc.returncode != 0:
         raise DockerUnavailable(f"`docker swarm init` failed: {proc.stderr.strip()}")
+    try:
+        yield
+    finally:
+        docker("swarm", "leave", "--force", check=False, timeout=60)
+
+
+def host_state(label: str) -> dict[str, object]:
+    """What a test module must leave as it found it: the daemon's swarm membership (state,
+    node and cluster ids) and the containers and services carrying `label` (key=value; the
+    module's own run label, as other runs may be starting theirs meanwhile)."""
+    info = json.loads(docker("info", "--format", "{{json .Swarm}}").stdout)
+    return {
+        "swarm": {key: info.get(key) for key in ("LocalNodeState", "NodeID", "NodeAddr", "ControlAvailable")},
+        "cluster": (info.get("Cluster") or {}).get("ID"),
+        "networks": sorted(docker("network", "ls", "-q").stdout.split()),
+        # The daemon's bridges (docker0, docker_gwbridge): another daemon on this network
+        # namespace could delete them (`dockerd --bridge=none` deletes docker0).
+        "interfaces": sorted(n for n in os.listdir("/sys/class/net") if n.startswith("docker")),
+        "containers": sorted(ours("container", label)),
+        "services": sorted(ours("service", label)),
+    }
+
+
+@contextmanager
+def throwaway_daemon(*, timeout: float = 60) -> Iterator[str]:
+    """A Docker daemon of its own for the block, sharing nothing with the machine's: its own
+    network namespace (`unshare --net`: its network set-up, e.g. `--bridge=none` deleting
+    any docker0, cannot reach the machine's interfaces), socket, data root, exec root (with
+    its own containerd) and pid file under a temporary directory, no bridge and no iptables
+    rules. Yields its DOCKER_HOST; stops it and removes everything at the end. Needs root,
+    `dockerd` and `unshare`; DockerUnavailable says why not."""
+    for tool in ("dockerd", "unshare"):
+        if shutil.which(tool) is None:
+            raise DockerUnavailable(f"a throwaway Docker daemon needs `{tool}` (apt-get install docker.io util-linux)")
+    if os.geteuid() != 0:
+        raise DockerUnavailable("a throwaway Docker daemon needs root")
+    # Short path: a unix socket's path is limited to about 100 bytes.
+    root = Path(tempfile.mkdtemp(prefix="oeg-dockerd-", dir="/tmp"))
+    host = f"unix://{root}/docker.sock"
+    command = [
+        "unshare", "--net", "dockerd", "-H", host, "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+        "--pidfile", str(root / "dockerd.pid"), "--bridge=none", "--iptables=false", "--ip6tables=false",
+    ]
+    log = (root / "dockerd.log").open("wb")
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        env = {**os.environ, "DOCKER_HOST": host}
+        while subprocess.run(["docker", "info"], env=env, capture_output=True, timeout=20).returncode != 0:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = (root / "dockerd.log").read_text(errors="replace").strip().splitlines()[-5:]
+                raise DockerUnavailable(f"the throwaway Docker daemon did not start: {' | '.join(tail)}")
+            time.sleep(0.2)
+        yield host
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+        log.close()
+        # Its containerd shims and mounts are gone with it; the data root is ours alone.
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
