@@ -418,3 +418,40 @@ def test_reset_observation_drift_is_reported(reset_server: str, union_server: st
     check_drift(live, write_snapshot(reset_server, tmp_path / "same.json"), "error")
     with pytest.raises(DriftError, match=r"reset_observation.target: field added"):
         check_drift(live, write_snapshot(union_server, tmp_path / "older.json"), "error")
+
+
+def test_the_package_types_both_observations(reset_server: str, union_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from openenvgen.codegen import generate_models
+    from tests.support.union_envs import CounterObservation, CounterStart
+
+    spec = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
+    names = generate_models(spec)
+    assert (names.observation_class, names.reset_observation_class) == ("CounterObservation", "CounterStart")
+    module = import_generated(spec, tmp_path_factory.mktemp("reset"))
+    assert equivalent(module.CounterStart.model_json_schema(), CounterStart.model_json_schema())
+    assert equivalent(module.CounterObservation.model_json_schema(), CounterObservation.model_json_schema())
+    module.CounterStart.model_validate({"total": 0, "target": 7, "done": False, "reward": 0.0})
+    with pytest.raises(ValidationError):
+        module.CounterStart.model_validate({"total": 0})  # `target` is required at reset
+    # Served but the same as the step observation: one model, the reset name an alias of it.
+    same = spec.model_copy(update={"reset_observation_schema": spec.observation_schema})
+    module = import_generated(same, tmp_path_factory.mktemp("same"))
+    assert module.CounterResetObservation is module.CounterObservation
+    assert "(the same schema)" in render_package(same)["README.md"]
+    # Not served: the step observation's model only.
+    plain = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
+    assert generate_models(plain).reset_observation_class is None
+
+
+@pytest.mark.parametrize("name", sorted(__import__("openenvgen.catalog", fromlist=["entries"]).entries()))
+def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from openenvgen.codegen import generate_models
+    from openenvgen.pipeline import resolve_spec
+
+    spec = resolve_spec(name)
+    names = generate_models(spec)
+    module = import_generated(spec, tmp_path_factory.mktemp(name))
+    assert equivalent(getattr(module, names.observation_class).model_json_schema(), spec.observation_schema)
+    if spec.reset_observation_schema is not None:
+        reset = getattr(module, names.reset_observation_class)
+        assert equivalent(reset.model_json_schema(), spec.reset_observation_schema)

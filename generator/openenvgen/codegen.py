@@ -1,6 +1,9 @@
 """Typed Pydantic models from the spec's JSON schemas, through datamodel-code-generator.
 
-One module holds the action model and, for MCP envs, one argument model per tool. The
+One module holds the action model (a union action: a RootModel over its members' models),
+for MCP envs one argument model per tool, the step observation's model and, when the
+server serves `reset_observation`, the reset observation's (an alias of the step
+observation's when the two schemas are the same after normalisation). The
 options are chosen so the models validate exactly like the server's own: a property
 that is optional but has no `default` in the schema (a server-side `default_factory`)
 becomes `T | MISSING` rather than `T | None`, so `null` is refused as the server refuses
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -21,6 +25,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from openenvgen_schemas.normalise import normalise
 
 from openenvgen.errors import SchemaError
 from openenvgen.spec import SPEC_FORMAT, EnvSpec, canonical_json
@@ -40,6 +46,12 @@ class Models:
     """Tool name → argument model class name (empty for a typed-action env)."""
     member_classes: tuple[str, ...] = ()
     """A union action: its members' model classes, in the union's order (empty otherwise)."""
+    observation_class: str = ""
+    """The step observation's model class."""
+    reset_observation_class: str | None = None
+    """The reset observation's model class (or alias); None when the server serves none."""
+    reset_is_step_observation: bool = False
+    """The reset observation's schema is the step observation's: its name is an alias."""
 
 
 def camel(text: str) -> str:
@@ -115,11 +127,12 @@ def union_members(root: dict[str, Any], defs: dict[str, Any], taken: set[str], s
 
 def combined_schema(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str]]:
     """One JSON schema whose root is the action and whose `$defs` hold every other model."""
-    root, action_class, tool_classes, _ = _combined(spec)
-    return root, action_class, tool_classes
+    root, models = _combined(spec)
+    return root, models.action_class, models.tool_classes
 
 
-def _combined(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str], tuple[str, ...]]:
+def _combined(spec: EnvSpec) -> tuple[dict[str, Any], Models]:
+    """The combined schema, and the class names (a `Models` without its source yet)."""
     taken: set[str] = set()
     defs: dict[str, Any] = {}
     action_class = _class_name(spec.action_schema.get("title"), f"{spec.class_stem}Action", taken)
@@ -133,9 +146,30 @@ def _combined(spec: EnvSpec) -> tuple[dict[str, Any], str, dict[str, str], tuple
         schema = _hoist(tool.input_schema, defs, taken)
         schema["title"] = cls
         defs[cls] = schema
+    observation_title = spec.observation_schema.get("title")
+    observation_class = _class_name(observation_title, f"{spec.class_stem}Observation", taken)
+    observation = _hoist(spec.observation_schema, defs, taken)
+    defs[observation_class] = {**observation, "title": observation_class}
+    reset_class = None
+    reset = spec.reset_observation_schema
+    same = reset is not None and normalise(reset) == normalise(spec.observation_schema)
+    if reset is not None:
+        # Named by its own title when that differs from the step observation's.
+        title = reset.get("title")
+        reset_class = _class_name(title if title != observation_title else None, f"{spec.class_stem}ResetObservation", taken)
+        if not same:
+            defs[reset_class] = {**_hoist(reset, defs, taken), "title": reset_class}
     if defs:
         root["$defs"] = defs
-    return root, action_class, tool_classes, members
+    return root, Models(
+        source="",
+        action_class=action_class,
+        tool_classes=tool_classes,
+        member_classes=members,
+        observation_class=observation_class,
+        reset_observation_class=reset_class,
+        reset_is_step_observation=same,
+    )
 
 
 # The options below, as data: part of the cache key, so changing one invalidates the cache.
@@ -181,15 +215,15 @@ def _cache_key(root: dict[str, Any]) -> str:
 def generate_models(spec: EnvSpec) -> Models:
     """The models module for `spec`: from the content-addressed cache when this exact
     schema was generated before with these options and this datamodel-code-generator."""
-    root, action_class, tool_classes, members = _combined(spec)
+    root, names = _combined(spec)
     cache = _cache_dir()
-    key = _cache_key(root)
+    key = _cache_key({"root": root, "reset_alias": names.reset_observation_class if names.reset_is_step_observation else None})
     cached = cache / f"{key}.py" if cache is not None else None
     if cached is not None and cached.is_file():
         source = cached.read_text("utf-8")
         if source.startswith(HEADER):
-            return Models(source=source, action_class=action_class, tool_classes=tool_classes, member_classes=members)
-    models = _generate(root, action_class, tool_classes, members)
+            return dataclasses.replace(names, source=source)
+    models = _generate(root, names)
     if cached is not None:
         with contextlib.suppress(OSError):  # a read-only home must not break generation
             cached.parent.mkdir(parents=True, exist_ok=True)
@@ -199,9 +233,7 @@ def generate_models(spec: EnvSpec) -> Models:
     return models
 
 
-def _generate(
-    root: dict[str, Any], action_class: str, tool_classes: dict[str, str], members: tuple[str, ...] = ()
-) -> Models:
+def _generate(root: dict[str, Any], names: Models) -> Models:
     # Imported here: the CLI's other commands should not pay for it.
     from datamodel_code_generator import (
         DataModelType,
@@ -225,16 +257,21 @@ def _generate(
             source = generate(json.dumps(root, sort_keys=False), config=config)
     except Exception as e:  # datamodel-code-generator raises many types on bad schemas
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SchemaError(f"cannot generate models from the action schema: {first}") from None
+        raise SchemaError(f"cannot generate models from the schemas: {first}") from None
     assert isinstance(source, str)
     # pydantic 2.14 made the sentinel public; the experimental path now warns on import.
     source = source.replace(
         "from pydantic.experimental.missing_sentinel import MISSING", "from pydantic import MISSING"
     )
     defined = set(re.findall(r"^class (\w+)\(", source, flags=re.M))
-    missing = ({action_class} | set(tool_classes.values()) | set(members)) - defined
+    reset = names.reset_observation_class
+    wanted = {names.action_class, names.observation_class, *names.tool_classes.values(), *names.member_classes}
+    if reset is not None and not names.reset_is_step_observation:
+        wanted.add(reset)
+    missing = wanted - defined
     if missing:
         raise SchemaError(f"model generation dropped {sorted(missing)}")
-    return Models(
-        source=source.rstrip() + "\n", action_class=action_class, tool_classes=tool_classes, member_classes=members
-    )
+    source = source.rstrip() + "\n"
+    if reset is not None and names.reset_is_step_observation:
+        source += f"\n\n# The server's reset observation has the step observation's schema.\n{reset} = {names.observation_class}\n"
+    return dataclasses.replace(names, source=source)

@@ -370,10 +370,12 @@ def build_spec(
     action = _check_action_schema(action)
     observation = _check_object_schema(schema.get("observation"), "observation")
     _check_bounds(observation, "observation")
+    _check_refs(observation, "observation")
     reset_observation = schema.get("reset_observation")
     if reset_observation is not None:
         reset_observation = _check_object_schema(reset_observation, "reset observation")
         _check_bounds(reset_observation, "reset observation")
+        _check_refs(reset_observation, "reset observation")
     tools: tuple[ToolSpec, ...] | None = None
     if is_mcp_action(action):
         if capture.tools is None:
