@@ -32,7 +32,50 @@ class AtariAction(BaseModel):
     full_action_space: bool = Field(False, title="Full Action Space")
 
 
+class AtariObservation(BaseModel):
+    """
+    Observation from Atari environment.
+
+    This represents what the agent sees after taking an action.
+
+    Attributes:
+        screen: Screen observation as a flattened list of pixels.
+                Shape depends on obs_type:
+                - rgb: [210, 160, 3] flattened
+                - grayscale: [210, 160] flattened
+                - ram: [128] (RAM contents)
+        screen_shape: Original shape of the screen before flattening.
+        legal_actions: List of legal action IDs the agent can take.
+        lives: Number of lives remaining.
+        episode_frame_number: Frame number within current episode.
+        frame_number: Total frame number since environment creation.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    screen: list[int] = Field(..., title="Screen")
+    screen_shape: list[int] = Field(..., title="Screen Shape")
+    legal_actions: list[int] = Field(..., title="Legal Actions")
+    lives: int = Field(0, title="Lives")
+    episode_frame_number: int = Field(0, title="Episode Frame Number")
+    frame_number: int = Field(0, title="Frame Number")
+
+
 class ObsType(StrEnum):
     rgb = "rgb"
     grayscale = "grayscale"
     ram = "ram"
+
+
+# The server's reset observation has the step observation's schema.
+AtariResetObservation = AtariObservation

@@ -34,3 +34,55 @@ class BrowserGymAction(BaseModel):
         description='Natural language action string (e.g., "click(\'Submit\')")',
         title="Action Str",
     )
+
+
+class BrowserGymObservation(BaseModel):
+    """
+    Observation returned from the BrowserGym environment.
+
+    Contains multiple observation modalities including text (accessibility tree
+    or DOM), visual (screenshot), and page metadata.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    text: str = Field(
+        "",
+        description="Text representation of the page (accessibility tree or DOM)",
+        title="Text",
+    )
+    url: str = Field("", description="Current URL of the page", title="Url")
+    screenshot: list[list[list[int]]] | None = Field(
+        None,
+        description="Screenshot as numpy array [height, width, channels] (if visual observation enabled)",
+        title="Screenshot",
+    )
+    goal: str = Field(
+        "", description="Task goal/instruction for the current episode", title="Goal"
+    )
+    axtree_txt: str = Field(
+        "", description="Full accessibility tree as text", title="Axtree Txt"
+    )
+    pruned_html: str = Field(
+        "",
+        description="Pruned HTML content (interactive elements only)",
+        title="Pruned Html",
+    )
+    error: str = Field(
+        "", description="Error message if action execution failed", title="Error"
+    )
+    last_action_error: bool = Field(
+        False,
+        description="Whether the last action resulted in an error",
+        title="Last Action Error",
+    )

@@ -23,3 +23,54 @@ class ChatAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     tokens: list[int] = Field(..., min_length=1, title="Tokens")
+
+
+class ChatObservation(BaseModel):
+    """
+    Observation returned by ChatEnvironment.
+
+    Contains the message history in Huggingface format (list of dicts with role/content)
+    and the tokenized representation of the entire conversation.
+
+    The environment owns the tokenizer and generates the tokens from the messages.
+
+    Example:
+    messages = [
+     {"role": "system", "content": "You are a helpful assistant"},
+     {"role": "user", "content": "How tall is the Eiffel Tower?"},
+    ]
+    tokens = tensor([1, 2, 3, 4, 5, ...])  # tokenized entire conversation
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    messages: list[Message] | MISSING = Field(MISSING, title="Messages")
+    tokens: list[int] | MISSING = Field(MISSING, title="Tokens")
+
+
+class Message(BaseModel):
+    """
+    A message in a conversation.
+
+    Compatible with Huggingface chat template format.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    role: str = Field(..., title="Role")
+    content: str = Field(..., title="Content")
+
+
+# The server's reset observation has the step observation's schema.
+ChatResetObservation = ChatObservation

@@ -23,3 +23,38 @@ class ChessAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     move: str = Field(..., title="Move")
+
+
+class ChessObservation(BaseModel):
+    """
+    Observation for Chess environment.
+
+    Attributes:
+        fen: Board position in FEN notation.
+        legal_moves: List of legal moves in UCI format.
+        is_check: Whether the current player is in check.
+        done: Whether the game is over.
+        reward: Reward for the last action.
+        result: Game result string if game is over (e.g., "1-0", "0-1", "1/2-1/2").
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    fen: str = Field("", title="Fen")
+    legal_moves: list[str] | MISSING = Field(MISSING, title="Legal Moves")
+    is_check: bool = Field(False, title="Is Check")
+    result: str | None = Field(None, title="Result")
+
+
+# The server's reset observation has the step observation's schema.
+ChessResetObservation = ChessObservation

@@ -20,3 +20,29 @@ class CodeAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     code: str = Field(..., title="Code")
+
+
+class CodeObservation(BaseModel):
+    """
+    Result of executing code in the environment.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    stdout: str = Field("", title="Stdout")
+    stderr: str = Field("", title="Stderr")
+    exit_code: int = Field(0, title="Exit Code")
+
+
+# The server's reset observation has the step observation's schema.
+CodingResetObservation = CodeObservation

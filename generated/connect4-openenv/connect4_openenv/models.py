@@ -23,3 +23,35 @@ class Connect4Action(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     column: int = Field(..., title="Column")
+
+
+class Connect4Observation(BaseModel):
+    """
+    Observation for Connect4 environment.
+
+    Attributes:
+        board: The current board as a 2D list (6 rows x 7 columns).
+               1 = current player, -1 = opponent, 0 = empty.
+        legal_actions: List of column indices that are valid moves.
+        done: Whether the game is over.
+        reward: Reward for the last action.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    board: list[list[int]] | MISSING = Field(MISSING, title="Board")
+    legal_actions: list[int] | MISSING = Field(MISSING, title="Legal Actions")
+
+
+# The server's reset observation has the step observation's schema.
+Connect4ResetObservation = Connect4Observation

@@ -20,3 +20,24 @@ class DIPGAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     llm_response: str = Field(..., title="Llm Response")
+
+
+class DIPGObservation(BaseModel):
+    """
+    The observation given to the agent: a context and a question.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    context: str = Field("", title="Context")
+    question: str = Field("", title="Question")

@@ -31,3 +31,39 @@ class FinRLAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     actions: list[float] = Field(..., title="Actions")
+
+
+class FinRLObservation(BaseModel):
+    """
+    Observation from the FinRL environment.
+
+    Represents the current state of the trading environment including:
+    - Account balance
+    - Stock prices
+    - Stock holdings
+    - Technical indicators (MACD, RSI, etc.)
+
+    Attributes:
+        state: Flattened state vector containing all environment information.
+               Structure: [balance, prices..., holdings..., indicators...]
+        terminal: Whether the episode has ended
+        portfolio_value: Total value of portfolio (cash + holdings)
+        date: Current trading date
+        metadata: Additional information about the state
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    state: list[float] = Field(..., title="State")
+    portfolio_value: float = Field(0.0, title="Portfolio Value")
+    date: str = Field("", title="Date")

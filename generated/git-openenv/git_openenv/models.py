@@ -36,3 +36,34 @@ class GitAction(BaseModel):
     target_dir: str | None = Field(None, title="Target Dir")
     command: str = Field("", title="Command")
     working_dir: str = Field("", title="Working Dir")
+
+
+class GitObservation(BaseModel):
+    """
+    Result of executing a Git action.
+
+    Attributes:
+        success: Whether the action was successful
+        message: Human-readable message about the result
+        output: Command output or detailed result
+        error: Error message if action failed
+        repos: List of repositories (for list_repos action)
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    success: bool = Field(False, title="Success")
+    message: str = Field("", title="Message")
+    output: str = Field("", title="Output")
+    error: str = Field("", title="Error")
+    repos: list[dict[str, str]] | MISSING = Field(MISSING, title="Repos")

@@ -25,3 +25,40 @@ class JuliaAction(BaseModel):
     )
     core_code: str = Field(..., title="Core Code")
     test_code: str | None = Field(None, title="Test Code")
+
+
+class JuliaObservation(BaseModel):
+    """
+    Observation from the Julia environment - execution results.
+
+    Attributes:
+        stdout: Standard output from Julia execution
+        stderr: Standard error from Julia execution
+        exit_code: Exit code (0 = success, non-zero = error)
+        tests_passed: Number of tests passed (if tests were run)
+        tests_failed: Number of tests failed (if tests were run)
+        code_compiles: Whether the core code compiled/executed successfully
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    stdout: str = Field("", title="Stdout")
+    stderr: str = Field("", title="Stderr")
+    exit_code: int = Field(0, title="Exit Code")
+    tests_passed: int = Field(0, title="Tests Passed")
+    tests_failed: int = Field(0, title="Tests Failed")
+    code_compiles: bool = Field(True, title="Code Compiles")
+
+
+# The server's reset observation has the step observation's schema.
+JuliaResetObservation = JuliaObservation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, constr
+from pydantic import BaseModel, ConfigDict, Field, conint, constr
 from pydantic import MISSING
 
 
@@ -21,4 +21,61 @@ class KernelAction(BaseModel):
     )
     code: constr(min_length=1) = Field(
         ..., description="The CUDA/Triton kernel code to evaluate", title="Code"
+    )
+
+
+class KernelObservation(BaseModel):
+    """
+    Observation from the kernrl environment - evaluation results.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    problem_id: str = Field(
+        ..., description="Unique identifier for the problem", title="Problem Id"
+    )
+    problem_description: str = Field(
+        ...,
+        description="Full problem description with requirements",
+        title="Problem Description",
+    )
+    reference_code: str = Field(
+        ..., description="PyTorch reference implementation", title="Reference Code"
+    )
+    gpu_info: str = Field(..., description="GPU device information", title="Gpu Info")
+    turn: conint(ge=0) = Field(0, description="Current turn number", title="Turn")
+    max_turns: conint(ge=1) = Field(
+        10, description="Maximum turns allowed", title="Max Turns"
+    )
+    feedback: str = Field(
+        "", description="Evaluation feedback for the agent", title="Feedback"
+    )
+    compilation_success: bool = Field(
+        False,
+        description="Whether the code compiled successfully",
+        title="Compilation Success",
+    )
+    compilation_error: str | None = Field(
+        None,
+        description="Compilation error message if failed",
+        title="Compilation Error",
+    )
+    correctness_pass: bool | None = Field(
+        None, description="Whether output matches reference", title="Correctness Pass"
+    )
+    max_diff: float | None = Field(
+        None, description="Maximum difference from reference output", title="Max Diff"
+    )
+    speedup: float | None = Field(
+        None, description="Speedup factor vs PyTorch baseline", title="Speedup"
     )

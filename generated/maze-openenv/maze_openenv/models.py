@@ -20,3 +20,35 @@ class MazeAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     action: int = Field(..., title="Action")
+
+
+class MazeObservation(BaseModel):
+    """
+    Observation from the Maze environment.
+
+    Attributes:
+        maze: The maze layout as a 2D grid (0 = empty, 1 = wall).
+        position: Agent position as [col, row].
+        total_reward: Cumulative reward in the current episode.
+        legal_actions: List of valid action indices.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    legal_actions: list[int] | MISSING = Field(MISSING, title="Legal Actions")
+    current_position: list[int] | MISSING = Field(MISSING, title="Current Position")
+    previous_position: list[int] | MISSING = Field(MISSING, title="Previous Position")
+
+
+# The server's reset observation has the step observation's schema.
+MazeResetObservation = MazeObservation

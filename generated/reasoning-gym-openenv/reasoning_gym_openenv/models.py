@@ -22,3 +22,42 @@ class ReasoningGymAction(BaseModel):
     answer: str = Field(
         ..., description="The agent's answer to the current question", title="Answer"
     )
+
+
+class ReasoningGymObservation(BaseModel):
+    """
+    Observation from the Reasoning Gym environment.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    question: str | None = Field(
+        None,
+        description="The current question to answer (None after step)",
+        title="Question",
+    )
+    score: float | None = Field(
+        None,
+        description="Score for the answer (0.0 to 1.0 range, from dataset.score_answer())",
+        title="Score",
+    )
+    correct_answer: str | None = Field(
+        None,
+        description="The correct answer (revealed after step)",
+        title="Correct Answer",
+    )
+    dataset_metadata: dict[str, Any] | None = Field(
+        None,
+        description="Metadata from the reasoning gym dataset entry",
+        title="Dataset Metadata",
+    )

@@ -4,8 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, confloat, conint
 from pydantic import MISSING
+
+
+class CodeBlockResult(BaseModel):
+    """
+    Result of executing a single code block.
+    """
+
+    stdout: str = Field(
+        "", description="Standard output from execution", title="Stdout"
+    )
+    stderr: str = Field("", description="Standard error from execution", title="Stderr")
+    locals_snapshot: dict[str, str] | MISSING = Field(
+        MISSING,
+        description="String representations of new/modified variables",
+        title="Locals Snapshot",
+    )
+    execution_time: confloat(ge=0.0) = Field(
+        0.0, description="Execution time in seconds", title="Execution Time"
+    )
+    success: bool = Field(
+        True, description="Whether execution succeeded", title="Success"
+    )
+    exception: str | None = Field(
+        None, description="Exception message if execution failed", title="Exception"
+    )
 
 
 class REPLAction(BaseModel):
@@ -32,4 +57,45 @@ class REPLAction(BaseModel):
     )
     final_answer: str | None = Field(
         None, description="Final answer if is_final=True", title="Final Answer"
+    )
+
+
+class REPLObservation(BaseModel):
+    """
+    Observation returned after code execution in the REPL.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    result: CodeBlockResult | MISSING = Field(
+        MISSING, description="Result of code execution"
+    )
+    context_preview: str | None = Field(
+        None,
+        description="Preview of the context (first N chars) if context is loaded",
+        title="Context Preview",
+    )
+    context_length: conint(ge=0) = Field(
+        0, description="Total length of context in characters", title="Context Length"
+    )
+    available_variables: list[str] | MISSING = Field(
+        MISSING,
+        description="List of variable names available in the namespace",
+        title="Available Variables",
+    )
+    iteration: conint(ge=0) = Field(
+        0, description="Current iteration number", title="Iteration"
+    )
+    max_iterations: conint(ge=1) = Field(
+        30, description="Maximum allowed iterations", title="Max Iterations"
     )

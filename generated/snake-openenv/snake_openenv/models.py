@@ -34,3 +34,38 @@ class SnakeAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     action: int = Field(..., title="Action")
+
+
+class SnakeObservation(BaseModel):
+    """
+    Observation from the Snake environment.
+
+    Attributes:
+        grid: The current game grid as a nested list (height x width)
+        observation: The encoded observation for the snake (can be full grid or vision range)
+        episode_score: Total score accumulated in this episode
+        episode_steps: Number of steps taken in this episode
+        episode_fruits: Number of fruits eaten in this episode
+        episode_kills: Number of kills in this episode
+        alive: Whether the snake is still alive
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    grid: list[list[int]] = Field(..., title="Grid")
+    observation: list[list[list[float]]] = Field(..., title="Observation")
+    episode_score: float = Field(0.0, title="Episode Score")
+    episode_steps: int = Field(0, title="Episode Steps")
+    episode_fruits: int = Field(0, title="Episode Fruits")
+    episode_kills: int = Field(0, title="Episode Kills")
+    alive: bool = Field(True, title="Alive")

@@ -27,3 +27,35 @@ class SumoAction(BaseModel):
     )
     phase_id: int = Field(..., title="Phase Id")
     ts_id: str = Field("0", title="Ts Id")
+
+
+class SumoObservation(BaseModel):
+    """
+    Observation from SUMO traffic signal environment.
+
+    Contains traffic metrics for decision-making.
+
+    Attributes:
+        observation: Flattened observation vector containing:
+                    - One-hot encoded current phase
+                    - Min green flag (binary)
+                    - Lane densities (normalized)
+                    - Lane queues (normalized)
+        observation_shape: Shape of observation for reshaping
+        action_mask: List of valid action indices
+        sim_time: Current simulation time in seconds
+        done: Whether episode is complete
+        reward: Reward from last action (None on reset)
+        metadata: Additional info (system metrics, etc.)
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(False, title="Done")
+    reward: float | None = Field(None, title="Reward")
+    metadata: dict[str, Any] | MISSING = Field(MISSING, title="Metadata")
+    observation: list[float] | MISSING = Field(MISSING, title="Observation")
+    observation_shape: list[int] | MISSING = Field(MISSING, title="Observation Shape")
+    action_mask: list[int] | MISSING = Field(MISSING, title="Action Mask")
+    sim_time: float = Field(0.0, title="Sim Time")

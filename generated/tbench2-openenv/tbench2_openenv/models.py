@@ -26,3 +26,35 @@ class Tbench2Action(BaseModel):
     wait_seconds: float | None = Field(None, title="Wait Seconds")
     file_path: str = Field("", title="File Path")
     content: str = Field("", title="Content")
+
+
+class Tbench2Observation(BaseModel):
+    """
+    Observation returned from the TB2 environment.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    instruction: str = Field("", title="Instruction")
+    output: str = Field("", title="Output")
+    success: bool = Field(True, title="Success")
+    error: str = Field("", title="Error")
+    task_id: str = Field("", title="Task Id")
+    task_path: str = Field("", title="Task Path")
+    session_id: str | None = Field(None, title="Session Id")
+    action_type: str = Field("", title="Action Type")
+    info: dict[str, Any] | MISSING = Field(MISSING, title="Info")
+
+
+# The server's reset observation has the step observation's schema.
+Tbench2ResetObservation = Tbench2Observation

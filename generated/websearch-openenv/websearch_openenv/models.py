@@ -8,6 +8,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import MISSING
 
 
+class WebContent(BaseModel):
+    """
+    Web content of a search result.
+    """
+
+    title: str = Field(..., description="The title of the web content", title="Title")
+    content: str = Field(
+        ..., description="The content of the web content", title="Content"
+    )
+    url: str = Field(..., description="The URL of the web content", title="Url")
+
+
 class WebSearchAction(BaseModel):
     """
     Action for the WebSearch Env environment - just a message to echo.
@@ -26,4 +38,31 @@ class WebSearchAction(BaseModel):
         None,
         description="The temporary API key to use for the Serper API (better to use the default API key from the environment variables)",
         title="Temp Api Key",
+    )
+
+
+class WebSearchObservation(BaseModel):
+    """
+    Observation from the WebSearch Env environment - the echoed message.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    content: str = Field(
+        ...,
+        description="The formatted content of the search results or error message if the search failed",
+        title="Content",
+    )
+    web_contents: list[WebContent] = Field(
+        ..., description="The web contents of the search results", title="Web Contents"
     )

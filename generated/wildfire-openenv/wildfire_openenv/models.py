@@ -25,3 +25,37 @@ class WildfireAction(BaseModel):
     action: str = Field(..., title="Action")
     x: int | None = Field(None, title="X")
     y: int | None = Field(None, title="Y")
+
+
+class WildfireObservation(BaseModel):
+    """
+    Observation from wildfire environment.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    grid: list[int] = Field(..., title="Grid")
+    width: int = Field(..., title="Width")
+    height: int = Field(..., title="Height")
+    step: int = Field(..., title="Step")
+    wind_dir: str = Field(..., title="Wind Dir")
+    humidity: float = Field(..., title="Humidity")
+    burning_count: int = Field(..., title="Burning Count")
+    burned_count: int = Field(..., title="Burned Count")
+    reward_hint: float = Field(0.0, title="Reward Hint")
+    remaining_water: int = Field(0, title="Remaining Water")
+    remaining_breaks: int = Field(0, title="Remaining Breaks")
+
+
+# The server's reset observation has the step observation's schema.
+WildfireResetObservation = WildfireObservation

@@ -20,3 +20,41 @@ class TextArenaAction(BaseModel):
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
     message: str = Field(..., title="Message")
+
+
+class TextArenaMessage(BaseModel):
+    """
+    Single message observed by a player.
+    """
+
+    sender_id: int = Field(..., title="Sender Id")
+    content: str = Field(..., title="Content")
+    category: str = Field(..., title="Category")
+
+
+class TextArenaObservation(BaseModel):
+    """
+    Observation returned from any TextArena game.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    done: bool = Field(
+        False, description="Whether the episode has terminated", title="Done"
+    )
+    reward: bool | int | float | None = Field(
+        None, description="Reward signal from the last action", title="Reward"
+    )
+    metadata: dict[str, Any] | MISSING = Field(
+        MISSING, description="Additional metadata for the observation", title="Metadata"
+    )
+    prompt: str = Field(..., title="Prompt")
+    messages: list[TextArenaMessage] | MISSING = Field(MISSING, title="Messages")
+    current_player_id: int = Field(0, title="Current Player Id")
+    legal_players: list[int] | MISSING = Field(MISSING, title="Legal Players")
+    info: dict[str, Any] | MISSING = Field(MISSING, title="Info")
+
+
+# The server's reset observation has the step observation's schema.
+WordleResetObservation = TextArenaObservation
