@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -152,10 +153,27 @@ def check_as_a_worker(config: AdapterConfig) -> None:
         launch.provider_options(kwargs, mode)
 
 
+def served_by_env_server() -> bool:
+    """Whether this call runs under verifiers' env server (`EnvServer.run`, in a `serve_env`
+    process or one of its pool's workers), told by the awaiting frames: verifiers hands the
+    env nothing that says so."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "verifiers.v1.serve.server":
+            return True
+        frame = frame.f_back
+    return False
+
+
 class AdapterEnv(vf.Env[AdapterEnvConfig]):
-    """Starts the shared server pool once per run and plays each task as one episode."""
+    """Starts the shared server pool once per run and plays each task as one episode.
+
+    Under verifiers' env server a failed start does not end the worker: verifiers 0.4.0 would
+    leave the episodes sent to a dead worker unanswered, so the worker logs the reason once
+    and fails each episode it is sent with it, which the client sees."""
 
     pool: ServerPool | None = None
+    start_error: str | None = None
     _resets_played: frozenset[str] = frozenset()
     _warned_replay: bool = False
 
@@ -166,6 +184,15 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
         return self.pool
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except Exception as e:
+            if not served_by_env_server():
+                raise
+            self.start_error = f"{type(e).__name__}: {e}"
+            logger.error("the env cannot start in this worker; every episode it is sent fails: %s", self.start_error)
+
+    async def _start(self) -> None:
         taskset: Any = self.taskset
         if taskset.config.action_format == "tools":
             require_in_process_seat(self.config.player.harness)
@@ -179,6 +206,8 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
             self.pool = None
 
     async def run(self, task: AdapterTask, agents: Any) -> None:
+        if self.start_error is not None:
+            raise RuntimeError(f"the env did not start in this worker: {self.start_error}")
         self._note_replay(task)
         await episode.play(task, agents, self._ensure_pool(), self.taskset)
 
