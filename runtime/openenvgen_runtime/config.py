@@ -53,7 +53,8 @@ class AdapterConfig(vf.TasksetConfig):
     pool start: "warn" (one line with the model diff), "error" (stop before any
     episode), or "ignore"."""
     max_servers: int = Field(4, ge=1)
-    """Most servers launched for an env that takes one session per server."""
+    """Most servers launched for an env that takes one session per server; under verifiers'
+    env server each worker has its own pool, so this is per worker."""
     action_format: Literal["text", "tools"] = "text"
     """How the model acts: "text" replies parsed as JSON (or a bare value), or "tools":
     native function tool calls built from the generated action models (needs the
