@@ -376,8 +376,10 @@ def _reason(why: Any) -> str:
 
 def catalog_reference() -> str:
     """The catalog page: every env of the embedded catalog, and the upstream envs left out."""
+    from openenvgen import catalog
     from openenvgen.pipeline import catalog_json
 
+    entries = catalog.entries()
     raw = catalog_data()
     source = raw.get("source", {})
     commit = source.get("commit", "")
@@ -398,8 +400,12 @@ def catalog_reference() -> str:
         "the episode the capture plays. After a template or catalog change, regenerate the "
         "packages with `openenv-gen NAME --out generated/PACKAGE --no-scaffold`.",
         "",
-        "| name | env id | package | action | plays an episode here |",
-        "|---|---|---|---|---|",
+        "`seed` is whether the env honours a reset's `seed`, as the capture measured it: "
+        "*reproducible* (the seed decides the episode), *deterministic* (no randomness seen), "
+        "*not_reproducible* (rollouts of one task start from different states), *unmeasured*.",
+        "",
+        "| name | env id | package | action | seed | plays an episode here |",
+        "|---|---|---|---|---|---|",
     ]
     for env in listed:
         entry = raw["envs"].get(env["name"], {})
@@ -408,7 +414,11 @@ def catalog_reference() -> str:
         else:
             action = "typed: " + ", ".join(f"`{field['name']}`" for field in env["fields"] or [])
         episode = f"no: {entry['no_episode']}" if "no_episode" in entry else "yes"
-        out.append(f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {_cell(action)} | {_cell(episode)} |")
+        known = entries.get(env["name"])
+        seed = (getattr(known.defaults, "seed_verdict", None) if known else None) or "not measured"
+        out.append(
+            f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {_cell(action)} | {seed} | {_cell(episode)} |"
+        )
     unavailable = raw.get("unavailable", {})
     if unavailable:
         out += [
