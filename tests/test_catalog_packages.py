@@ -326,7 +326,8 @@ def test_replay_server_refuses_an_action_that_was_not_recorded() -> None:
         finally:
             await client.close()
 
-    with serve_app(replay.app, ready_path="/health") as url, pytest.raises(Exception, match="not the recorded"):
+    refused = pytest.raises(RuntimeError, match=r"^Server error: step 1: .* is not the recorded")
+    with serve_app(replay.app, ready_path="/health") as url, refused:
         asyncio.run(play(str(url)))
     assert replay.log.errors == [f"step 1: action {{'move': 'a2a4'}} is not the recorded {{'move': '{recorded}'}}"]
 
