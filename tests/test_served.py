@@ -103,6 +103,19 @@ def test_a_config_survives_the_wire(shape: str) -> None:
     assert rebuilt.taskset.provider_kwargs == config.taskset.provider_kwargs
 
 
+GENERATED = sorted(p.parent.name for p in (Path(__file__).parents[1] / "generated").glob("*/pyproject.toml"))
+
+
+@pytest.mark.parametrize("transport", ["launch", "base-url", "docker"])
+@pytest.mark.parametrize("package", GENERATED)
+def test_every_generated_package_config_survives_the_wire(package: str, transport: str) -> None:
+    """Each checked-in package's own config (its env id, its PROVIDER_DEFAULTS) round-trips."""
+    taskset = {"launch": {}, "base-url": {"base_url": "http://127.0.0.1:8001"}, "docker": {"use_docker": True}}[transport]
+    config = served.env_config(package, taskset)
+    rebuilt = resolve_env_config(json.loads(json.dumps(env_config_data(config))))
+    assert type(rebuilt.taskset) is type(config.taskset) and rebuilt == config
+
+
 def test_a_package_default_app_is_kept_under_the_users_provider_kwargs() -> None:
     config = served.env_config("wordle-openenv", {"provider_kwargs": {"project_path": "/srv/wordle"}})
     rebuilt = resolve_env_config(env_config_data(config))
