@@ -256,6 +256,25 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
     assert [link for link in local if not (ROOT / link).exists()] == []
 
 
+def test_the_readme_training_block_is_the_training_page_s() -> None:
+    """The README's prime-rl block is copied from docs/training.md, line for line, so the two
+    never disagree: every line of it appears, in order, in a block of that page."""
+    section = README.read_text("utf-8").split("\n## Training\n", 1)
+    assert len(section) == 2, "README.md has no Training section"
+    body = section[1].split("\n## ", 1)[0]
+    assert len(body.strip().splitlines()) <= 20, "the README's Training section is at most 20 lines"
+    blocks = re.findall(r"^```toml\n(.*?)^```", body, re.MULTILINE | re.DOTALL)
+    assert blocks, "the README's Training section has no prime-rl (toml) block"
+    page = (ROOT / "docs" / "training.md").read_text("utf-8")
+    page_blocks = [b.splitlines() for b in re.findall(r"^```toml\n(.*?)^```", page, re.MULTILINE | re.DOTALL)]
+
+    def within(lines: list[str], block: list[str]) -> bool:
+        found = iter(block)
+        return all(line in found for line in lines)
+
+    assert any(within(blocks[0].splitlines(), block) for block in page_blocks), "the README's block differs from docs/training.md's"
+
+
 def test_the_docs_workflow_publishes_main_to_pages() -> None:
     flow = yaml.safe_load((ROOT / ".github" / "workflows" / "docs.yml").read_text())
     on = flow.pop(True, flow.get("on"))  # YAML 1.1 reads a bare `on` as true
