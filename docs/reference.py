@@ -43,7 +43,7 @@ def _subcommands(group: Any) -> list[tuple[str, Any]]:
 
 
 def missing_cli_help(root: Any, prog: str = "openenv-gen") -> list[str]:
-    """`openenv-gen check --json`-style names of every command or parameter without help."""
+    """Every command or parameter without help, named as it is typed (`openenv-gen check --json`)."""
     missing = [prog] if not (root.help or "").strip() else []
     missing += [f"{prog} {p.opts[0]}" for p in _params(root) if not (getattr(p, "help", None) or "").strip()]
     for name, command in _subcommands(root):
