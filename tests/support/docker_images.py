@@ -233,7 +233,12 @@ def host_state(label: str) -> dict[str, object]:
     return {
         "swarm": {key: info.get(key) for key in ("LocalNodeState", "NodeID", "NodeAddr", "ControlAvailable")},
         "cluster": (info.get("Cluster") or {}).get("ID"),
-        "networks": sorted(docker("network", "ls", "-q").stdout.split()),
+        # The daemon's own networks (others' tests may add theirs meanwhile): a swarm left or
+        # re-made has another ingress.
+        "networks": sorted(
+            line for line in docker("network", "ls", "--format", "{{.Name}} {{.ID}}").stdout.splitlines()
+            if line.split()[0] in ("bridge", "host", "none", "ingress", "docker_gwbridge")
+        ),
         # The daemon's bridges (docker0, docker_gwbridge): another daemon on this network
         # namespace could delete them (`dockerd --bridge=none` deletes docker0).
         "interfaces": sorted(n for n in os.listdir("/sys/class/net") if n.startswith("docker")),
