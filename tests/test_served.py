@@ -12,12 +12,11 @@ docs/training.md says so.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 import signal
-import textwrap
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -31,7 +30,6 @@ from verifiers.v1.utils.loaders import resolve_env_config
 
 from tests.support import docker_images, served
 from tests.support.adapters import (
-    UV_FIXTURE_PROJECT,
     generate_from_server,
     generate_uv_fixture_package,
     marked_processes,
@@ -110,6 +108,8 @@ GENERATED = sorted(p.parent.name for p in (Path(__file__).parents[1] / "generate
 @pytest.mark.parametrize("package", GENERATED)
 def test_every_generated_package_config_survives_the_wire(package: str, transport: str) -> None:
     """Each checked-in package's own config (its env id, its PROVIDER_DEFAULTS) round-trips."""
+    if importlib.util.find_spec(package.replace("-", "_")) is None:
+        pytest.skip(f"{package} is not installed in this environment yet (make install installs every generated/ package)")
     taskset = {"launch": {}, "base-url": {"base_url": "http://127.0.0.1:8001"}, "docker": {"use_docker": True}}[transport]
     config = served.env_config(package, taskset)
     rebuilt = resolve_env_config(json.loads(json.dumps(env_config_data(config))))

@@ -18,7 +18,6 @@ import functools
 import logging
 import multiprocessing as mp
 import os
-import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from verifiers.v1.configs.serve import ElasticPoolConfig, StaticPoolConfig, pool
 from verifiers.v1.serve import EnvClient, env_config_data, serve_env
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from tests.support.scripted_model import DEFAULT_MODEL_ID
+from tests.support.scripted_model import DEFAULT_MODEL_ID, message_text
 
 STATIC_2 = StaticPoolConfig(num_workers=2)
 ELASTIC = ElasticPoolConfig()
@@ -155,6 +154,7 @@ def env_server(
 
 
 def model_client(model_url: str) -> Any:
+    """The client config of the scripted model server at `model_url`."""
     return vf.EvalClientConfig(base_url=f"{model_url}/v1")
 
 
@@ -178,6 +178,7 @@ async def run_episodes(address: str, model_url: str, task_data: list[dict[str, A
 
 
 def play(address: str, model_url: str, task_data: list[dict[str, Any]], *, timeout: float = 300.0) -> list[Any]:
+    """`run_episodes` from synchronous test code."""
     return asyncio.run(run_episodes(address, model_url, task_data, timeout=timeout))
 
 
@@ -191,10 +192,4 @@ def outcome(episode: Any) -> tuple[bool, str | None, float]:
 
 def first_observation(body: dict[str, Any]) -> str:
     """The text of the first user message of a model request: what the episode opened on."""
-    from tests.support.scripted_model import message_text
-
     return next(message_text(m.get("content")) for m in body["messages"] if m.get("role") == "user")
-
-
-def signal_name(sig: int) -> str:
-    return signal.Signals(sig).name
