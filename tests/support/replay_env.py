@@ -2,7 +2,8 @@
 
 For each env recorded in ``tests/fixtures/recordings`` (written by ``openenv-gen capture``
 from the upstream envs, see that folder's README) this builds an openenv ``create_app``
-server whose ``/schema``, ``/metadata`` (and, for MCP envs, tool list) equal the capture,
+server whose ``/schema`` (all of it, the reset observation's part included), ``/metadata``
+(and, for MCP envs, tool list) equal the capture,
 and whose WebSocket episodes replay the recorded session:
 
 * ``reset`` returns the recorded reset observation (after checking that the reset kwargs
@@ -472,4 +473,16 @@ def make_replay_app(corpus: str, *, episode: str = "", root: Path = RECORDINGS, 
         env_name=f"{corpus}_replay",
         max_concurrent_envs=max_concurrent_envs,
     )
+    _serve_captured_schema(app, recording.schema)
     return Replay(recording=recording, log=log, app=app)
+
+
+def _serve_captured_schema(app: FastAPI, schema: dict[str, Any]) -> None:
+    """`/schema` answers exactly what the env served: newer openenv servers add parts (the
+    reset observation's schema) that this client-side openenv's `create_app` does not."""
+    app.router.routes = [r for r in app.router.routes if getattr(r, "path", None) != "/schema"]
+    captured = copy.deepcopy(schema)
+
+    @app.get("/schema")
+    def _schema() -> dict[str, Any]:
+        return captured
