@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openenvgen.codegen import combined_schema
+from openenvgen.codegen import combined_schema, generate_models
 from openenvgen.render import render_package
 from openenvgen_schemas.normalise import equivalent
 from openenvgen.errors import SchemaError
@@ -76,6 +76,21 @@ print(json.dumps(model.model_json_schema()))
                          env={**os.environ, "PYTHONPATH": str(out)})
     assert run.returncode == 0, run.stderr
     assert equivalent(json.loads(run.stdout), capture["schema"]["action"])
+    # The observation models (step, and reset where served) equal their schemas too.
+    names = generate_models(build_spec(Capture.model_validate(capture), name="hostile", env_id="openenv/hostile"))
+    typed = {"observation": names.observation_class}
+    if "reset_observation" in capture["schema"]:
+        typed["reset_observation"] = names.reset_observation_class
+    probe = f"""
+import json
+from hostile_openenv import models
+print(json.dumps({{key: getattr(models, cls).model_json_schema() for key, cls in {typed!r}.items()}}))
+"""
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=out, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(out)})
+    assert run.returncode == 0, run.stderr
+    for key, schema in json.loads(run.stdout).items():
+        assert equivalent(schema, capture["schema"][key]), key
     readme = (out / "README.md").read_text()
     assert "<script>" not in readme
 

@@ -99,6 +99,15 @@ SEMVER_TABLE = [
     ("wordle", lambda c: _action(c)["properties"]["message"].update(type="integer"), "major", "1.0.0", "**major** `action.message`: retyped: string → integer"),
     ("wordle", lambda c: _action(c)["properties"]["message"].update(maxLength=5), "major", "1.0.0", "**major** `action.message`: constraint added: maxLength 5"),
     ("echo", lambda c: _drop_tool(c, "echo_message"), "major", "1.0.0", "**major** `tools.echo_message`: tool removed"),
+    # The reset observation (echo's server serves one) is an output, like the observation.
+    (
+        "echo",
+        lambda c: c["schema"]["reset_observation"]["properties"].update(greeting={"type": "string"}),
+        "minor",
+        "0.2.0",
+        "**minor** `reset_observation.greeting`: optional field added (string)",
+    ),
+    ("echo", lambda c: c["schema"]["reset_observation"]["properties"].pop("tool_name"), "major", "1.0.0", "**major** `reset_observation.tool_name`: field removed"),
 ]
 
 

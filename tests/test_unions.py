@@ -455,3 +455,18 @@ def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factor
     if spec.reset_observation_schema is not None:
         reset = getattr(module, names.reset_observation_class)
         assert equivalent(reset.model_json_schema(), spec.reset_observation_schema)
+
+
+def test_stale_hooks_name_a_removed_member_and_reset_field(reset_server: str, union_server: str, tmp_path: Path) -> None:
+    from openenvgen.regen import stale_hooks
+
+    old = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
+    capture = _counter_capture(union_server)
+    _drop_member(capture, "PeekAction")
+    new = build_spec(Capture.model_validate(capture), name="counter", env_id="test/counter")
+    custom = tmp_path / "custom.py"
+    custom.write_text('def render(observation):\n    return f"{observation[\'target\']}"\n\nFIRST = {"kind": "peek"}\n')
+    assert stale_hooks(custom, old, new) == [
+        "line 2: `target` — the reset observation field is gone in this version (renamed or removed)",
+        "line 4: `peek` — the union action member is gone in this version (renamed or removed)",
+    ]

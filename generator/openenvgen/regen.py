@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openenvgen_schemas import modeldiff
+from openenvgen_schemas.normalise import union_members
 
 from openenvgen import __version__, sources
 from openenvgen.checking import SnapshotError, load_spec, read_lock
@@ -310,10 +311,15 @@ def stale_hooks(path: Path, old: EnvSpec, new: EnvSpec) -> list[str]:
     removed: dict[str, str] = {}
     for label, before, after in (
         ("observation field", old.observation_schema, new.observation_schema),
+        ("reset observation field", old.reset_observation_schema or {}, new.reset_observation_schema or new.observation_schema),
         ("action field", old.action_schema, new.action_schema),
     ):
         for name in sorted(_property_names(before) - _property_names(after)):
             removed.setdefault(name, label)
+    members_before = {m.key for m in union_members(old.action_schema) or []}
+    members_after = {m.key for m in union_members(new.action_schema) or []}
+    for name in sorted(members_before - members_after):
+        removed.setdefault(name, "union action member")
     for name in sorted({t.name for t in old.tools or ()} - {t.name for t in new.tools or ()}):
         removed.setdefault(name, "tool")
     if not removed:
