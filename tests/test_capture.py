@@ -75,10 +75,19 @@ import random
 from openenv.core.env_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
+from pydantic import field_validator
 
 
 class DiceAction(Action):
     stop: bool
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _no_strings(cls, value):
+        # A TypeError is not a validation error to pydantic: the server answers 500.
+        if isinstance(value, str):
+            raise TypeError("stop must be a JSON boolean, not a string")
+        return value
 
 
 class DiceObservation(Observation):
@@ -96,6 +105,8 @@ class DiceEnvironment(Environment):
         return DiceObservation(roll=random.SystemRandom().randrange(10**9), reward=0.0, done=False)
 
     def step(self, action: DiceAction, timeout_s=None, **kwargs) -> DiceObservation:
+        if not action.stop:
+            raise ValueError("the only move is to stop")  # a step that raises: also a 500
         self._state.step_count += 1
         return DiceObservation(roll=0, reward=1.0, done=True)
 
@@ -274,6 +285,20 @@ def test_validation_verdicts_are_what_the_server_did(captured: dict[str, Any]) -
             assert case["accepted"] is False and case["errors"], case
         else:
             assert case["accepted"] is True and case["status"] == 200, case
+    # A 500 is told apart by the server's log: a validator that raised is a rejection, a
+    # step that raised got past validation.
+    dice = json.loads((captured["out"] / "dice_env" / "validation.json").read_text())["cases"]
+    raised = [c for c in dice if isinstance(c["action"], dict) and isinstance(c["action"].get("stop"), str)]
+    stepped = [
+        c for c in dice
+        if isinstance(c["action"], dict) and c["action"].get("stop") is False and set(c["action"]) <= {"stop", "metadata"}
+        and isinstance(c["action"].get("metadata", {}), dict)
+    ]  # fmt: skip
+    assert raised and stepped
+    for case in raised:
+        assert case["accepted"] is False, case
+        assert case["errors"] == [{"type": "raised", "loc": None, "msg": "TypeError: stop must be a JSON boolean, not a string"}]
+    assert all(c["accepted"] is True and c["status"] == 500 for c in stepped), stepped
     # Sampling is derandomised: the same schema gives the same actions.
     from openenvgen.verdicts import sample_actions
 
@@ -441,3 +466,12 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
     # openenv is overridden, numpy is locked per Python version, the env is the dependency itself.
     assert wrapper["tool"]["uv"]["constraint-dependencies"] == ["dm-control==1.0.40", "mujoco==3.8.0"]
     assert wrapper["tool"]["uv"]["override-dependencies"] == ["openenv[core]>=0.2.2"]
+
+
+def test_times_an_env_measures_are_not_a_seed_difference() -> None:
+    from openenvgen.seeding import verdict
+
+    def trace(took: float, board: str) -> list[tuple[str, Any]]:
+        return [("reset", {"observation": {"board": board, "result": {"execution_time": took}}}), ("reset.state", {"total_execution_time": took})]
+
+    assert verdict(trace(0.1, "a"), trace(0.3, "a"), trace(0.2, "b"), seed=0, other_seed=1)["verdict"] == "reproducible"

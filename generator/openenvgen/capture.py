@@ -575,7 +575,7 @@ def _get(client: httpx.Client, path: str) -> Any:
     return reply.json()
 
 
-def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]:
+def record(url: str, folder: Path, plan_of: Callable[[bool], Plan], *, log: Path | None = None) -> list[str]:
     """Record one running env into `folder`; returns the notes worth keeping.
 
     `/health` and `/schema` must answer (else CaptureFailed): they are what the catalog is
@@ -594,7 +594,7 @@ def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]
         if metadata.status_code != 200:
             notes.append(f"GET /metadata answered {metadata.status_code}: the env cannot be created here, no session recorded")
             _write(folder, SEED_FILE, {"verdict": "unmeasured", "evidence": {"reason": f"GET /metadata answered {metadata.status_code}: the env cannot be created here"}})
-            _record_verdicts(url, folder, action)
+            _record_verdicts(url, folder, action, log)
             return notes
         _write(folder, "metadata.json", metadata.json())
         listing = client.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1})
@@ -610,7 +610,7 @@ def record(url: str, folder: Path, plan_of: Callable[[bool], Plan]) -> list[str]
     elif not plan.actions:
         notes.append("no catalog episode for this env: recorded up to the reset")
     _write(folder, SEED_FILE, measure_seed(url, plan))
-    _record_verdicts(url, folder, action)
+    _record_verdicts(url, folder, action, log)
     return notes
 
 
@@ -618,11 +618,13 @@ SEED_FILE = "seed.json"
 VERDICTS_FILE = "validation.json"
 
 
-def _record_verdicts(url: str, folder: Path, action_schema: Any) -> None:
+def _record_verdicts(url: str, folder: Path, action_schema: Any, log: Path | None) -> None:
+    """The server's verdicts on actions sampled from its schema (see verdicts.py); its log
+    tells a validator that raised from a step that raised."""
     from openenvgen.verdicts import record_verdicts
 
     if isinstance(action_schema, dict):
-        _write(folder, VERDICTS_FILE, record_verdicts(url, action_schema))
+        _write(folder, VERDICTS_FILE, record_verdicts(url, action_schema, log=log))
 
 
 def _ws_send(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
@@ -648,7 +650,10 @@ def measure_seed(url: str, plan: Plan) -> dict[str, Any]:
                 with contextlib.suppress(Exception):
                     ws.send(json.dumps({"type": "close"}))
     except Exception as e:  # a session that breaks off cannot be compared
-        return {"verdict": "unmeasured", "evidence": {"reason": f"session {len(traces) + 1} failed: {type(e).__name__}: {str(e)[:200]}"}}
+        from websockets.exceptions import ConnectionClosed
+
+        why = "the server closed it" if isinstance(e, ConnectionClosed) else f"{type(e).__name__}: {str(e)[:200]}"
+        return {"verdict": "unmeasured", "evidence": {"reason": f"session {len(traces) + 1} broke off ({why})"}}
     return seeding.verdict(*traces, seed=seed, other_seed=other)
 
 
@@ -711,8 +716,9 @@ def capture_env(
         # Some envs write files into their working directory (calendar_env's databases):
         # a scratch one keeps them out of wherever the capture was started.
         cwd = env.path if setup.run_in_env_dir else scratch
-        with running(env, env_vars, logs / f"{env.name}.log", timeout, cwd=cwd, uv_run=uv_run) as url:
-            notes = record(url, folder, lambda mcp: plan_for(env, mcp=mcp, catalog_toml=catalog_toml))
+        log = logs / f"{env.name}.log"
+        with running(env, env_vars, log, timeout, cwd=cwd, uv_run=uv_run) as url:
+            notes = record(url, folder, lambda mcp: plan_for(env, mcp=mcp, catalog_toml=catalog_toml), log=log)
         shown_vars = {k: ("<stand-in data>" if v.startswith(str(scratch)) else v) for k, v in env_vars.items()}
         shown_project = f"envs/{env.name}" if project is None else f"<a wrapper project: envs/{env.name} with override-dependencies {list(settings.overrides)}>"
         shown_run = ["uv", "run", "--isolated", *(["--python", settings.python] if settings.python else []),

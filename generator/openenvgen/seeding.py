@@ -17,18 +17,23 @@ error) is compared:
 
 The evidence keeps where the sessions differed (paths such as `step 1.observation.board`),
 never the values: states can hold answers (Wordle's secret word). The episode id a server
-draws for each session is left out of the comparison.
+draws for each session, and times the env measures (`execution_time`), are left out of the
+comparison.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 VERDICTS = ("reproducible", "deterministic", "not_reproducible", "unmeasured")
 """Every verdict `measure` gives; only `not_reproducible` makes a repeated task unfair."""
 VOLATILE_KEYS = frozenset({"episode_id"})
 """Keys that name a session rather than describe it."""
+VOLATILE_NAME = re.compile(r"(^|_)(time|timestamp|elapsed|duration|latency)(s|_ms|_s)?($|_)", re.IGNORECASE)
+"""Keys that measure the run (`execution_time`, `elapsed_s`): they differ between any two
+runs, seeded or not, so they say nothing about the seed."""
 MAX_PATHS = 12
 """Differing paths kept as evidence per comparison."""
 
@@ -77,7 +82,7 @@ def differences(a: list[tuple[str, Any]], b: list[tuple[str, Any]]) -> list[str]
 def _diff(a: Any, b: Any, path: str, found: list[str]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
-            if key in VOLATILE_KEYS:
+            if key in VOLATILE_KEYS or (isinstance(key, str) and VOLATILE_NAME.search(key)):
                 continue
             if key not in a or key not in b:
                 found.append(f"{path}.{key}")

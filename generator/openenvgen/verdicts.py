@@ -8,7 +8,9 @@ env to step: a validation error answers 422 with pydantic's errors, anything els
 model accepted it (the step itself may still fail, e.g. on an env that cannot run here;
 that is the env's business, not validation's). An env that turns HTTP stepping off (its
 `/step` answers e.g. 400) is asked over one `/ws` session instead: a step message answered
-`VALIDATION_ERROR` is a rejection. tests/test_validation_equivalence.py
+`VALIDATION_ERROR` is a rejection. A step that does not answer in time (an env waiting on a
+service that is not there) was accepted if the server still answers `/health`: openenv
+validates on its event loop before it steps in a worker thread. tests/test_validation_equivalence.py
 replays every verdict against the generated models: they must accept exactly what the
 server accepted.
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from pathlib import Path
 from typing import Any, Callable
 
 import httpx
@@ -30,6 +34,10 @@ NEAR_MISSES = 24
 """Near-miss actions drawn per env (each a valid one changed in one way)."""
 STEP_TIMEOUT_S = 30.0
 """An accepted action is stepped on a fresh env: a slow env may take this long."""
+SLOW_STEP_TIMEOUT_S = 10.0
+"""Once one step has outlasted STEP_TIMEOUT_S, the wait for the next: a rejection answers
+at once, so ten seconds tell a rejection from a step as well as thirty."""
+HEALTH_TIMEOUT_S = 5.0
 MAX_TIMEOUTS = 2
 """Actions left without a verdict (unanswered) before the env's sampling stops."""
 WRONG_VALUES = (None, "", "x", "3", 1.5, -1, 0, 10**9, True, [], {}, [1], {"a": 1})
@@ -100,18 +108,21 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
     return list(actions.values()), notes
 
 
-def server_verdict(client: httpx.Client, action: Any) -> dict[str, Any]:
+def server_verdict(client: httpx.Client, action: Any, *, timeout: float = STEP_TIMEOUT_S, log: ServerLog | None = None) -> dict[str, Any]:
     """What the server did with one action: accepted, or its validation errors."""
     try:
         try:
-            reply = client.post("/step", json={"action": action}, timeout=STEP_TIMEOUT_S)
+            reply = client.post("/step", json={"action": action}, timeout=timeout)
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
             # uvicorn closes the connection after a step that raised (a 500): once more, on a new one.
-            reply = client.post("/step", json={"action": action}, timeout=STEP_TIMEOUT_S)
+            reply = client.post("/step", json={"action": action}, timeout=timeout)
     except httpx.TimeoutException:
-        # Probably stepping (validation answers at once), but a blocked event loop looks
-        # the same from here: no verdict.
-        return {"action": action, "accepted": None, "status": f"no answer within {STEP_TIMEOUT_S:g}s"}
+        # openenv validates on its event loop before it creates an env and steps it in a
+        # thread: if the loop still answers /health, validation is behind this action and
+        # it is stepping (an env waiting on a service that is not there). Else no verdict.
+        if _healthy(client):
+            return {"action": action, "accepted": True, "status": f"still stepping after {timeout:g}s (the server answered /health)"}
+        return {"action": action, "accepted": None, "status": f"no answer within {timeout:g}s, and none on /health"}
     except httpx.TransportError as e:  # the server went away (an env that crashes on a step)
         return {"action": action, "accepted": None, "status": f"{type(e).__name__}: {str(e)[:120]}"}
     if reply.status_code == 422:
@@ -120,7 +131,58 @@ def server_verdict(client: httpx.Client, action: Any) -> dict[str, Any]:
         except ValueError:
             detail = reply.text[:300]
         return {"action": action, "accepted": False, "errors": _errors(detail)}
+    if reply.status_code == 500 and log is not None:
+        # A 500 says only that something raised: a validator raising what pydantic does
+        # not turn into a validation error (a TypeError), or the step. The server's log
+        # says which: openenv's `deserialize_action` is on the traceback of the first.
+        traceback = log.after_response()
+        if VALIDATION_FRAME in traceback:
+            return {"action": action, "accepted": False, "errors": [{"type": "raised", "loc": None, "msg": _last_line(traceback)}]}
+        return {"action": action, "accepted": True, "status": 500}
     return {"action": action, "accepted": True, "status": reply.status_code}
+
+
+VALIDATION_FRAME = "in deserialize_action"
+"""The traceback frame of openenv's action validation (`http_server.step_handler`)."""
+
+
+class ServerLog:
+    """The server's log file, read from where the last read stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = path.stat().st_size if path.is_file() else 0
+
+    def after_response(self, settle_s: float = 0.3, timeout_s: float = 5.0) -> str:
+        """What the server logged since the last read, once it stopped growing (uvicorn
+        logs a handler's traceback after it sent the 500)."""
+        deadline = time.monotonic() + timeout_s
+        size = -1
+        while time.monotonic() < deadline:
+            current = self.path.stat().st_size if self.path.is_file() else 0
+            if current == size and current > self.offset:
+                break
+            size = current
+            time.sleep(settle_s)
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            text = fh.read().decode("utf-8", "replace")
+        self.offset += len(text.encode("utf-8", "replace"))
+        return text
+
+
+def _last_line(traceback: str) -> str:
+    """The exception line a traceback ends with (the last line that is not an access log)."""
+    lines = [line for line in traceback.splitlines() if line.strip() and not line.startswith(("INFO:", "WARNING:", " "))]
+    errors = [line for line in lines if not line.startswith(("ERROR:", "Traceback"))]
+    return (errors[-1] if errors else "the server raised (see its log)")[:200]
+
+
+def _healthy(client: httpx.Client) -> bool:
+    try:
+        return client.get("/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def _errors(detail: Any) -> list[dict[str, Any]]:
@@ -179,21 +241,26 @@ HTTP_VERDICT_CODES = (200, 422, 500)
 """What openenv's own `/step` answers: stepped, invalid, or the step raised."""
 
 
-def record_verdicts(url: str, schema: dict[str, Any], *, echo: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def record_verdicts(url: str, schema: dict[str, Any], *, log: Path | None = None, echo: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Sample actions from `schema`, send each to the server at `url`, return the record.
 
     HTTP `POST /step` first; an env whose `/step` answers something openenv's does not
-    (e.g. 400: it turned HTTP stepping off for the WebSocket) is asked over `/ws` instead."""
+    (e.g. 400: it turned HTTP stepping off for the WebSocket) is asked over `/ws` instead.
+    `log`, the server's log file, tells a 500 from validation from a 500 from the step."""
     with _SAMPLING:
         actions, notes = sample_actions(schema)
     cases: list[dict[str, Any]] = []
     endpoint = "POST /step"
+    server_log = ServerLog(log) if log is not None else None
     with httpx.Client(base_url=url, timeout=STEP_TIMEOUT_S) as client:
         session = WSSession(url)
         try:
+            wait = STEP_TIMEOUT_S
             for action in actions:
                 if endpoint == "POST /step":
-                    case = server_verdict(client, action)
+                    case = server_verdict(client, action, timeout=wait, log=server_log)
+                    if str(case.get("status", "")).startswith("still stepping"):
+                        wait = SLOW_STEP_TIMEOUT_S
                     status = case.get("status")
                     if isinstance(status, int) and status not in HTTP_VERDICT_CODES:
                         notes.append(f"POST /step answered {status}: verdicts come from WebSocket step messages")
