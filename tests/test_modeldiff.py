@@ -135,6 +135,25 @@ OBSERVATION = obj(done=B, reward={"anyOf": [N, {"type": "null"}]}, text=S)
 MCP_ACTION = obj(("type", "tool_name"), type={"const": "call_tool", "type": "string"}, tool_name=S, arguments={"type": "object"})
 
 
+def member(tag: str, required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
+    kind = {"const": tag, "default": tag, "type": "string"}
+    return {**obj(required, kind=kind, **props), "title": tag.capitalize(), "additionalProperties": False}
+
+
+def union(*members: dict[str, Any]) -> dict[str, Any]:
+    """A discriminated union action, as Pydantic writes it."""
+    defs = {m["title"]: m for m in members}
+    return {
+        "$defs": defs,
+        "oneOf": [{"$ref": f"#/$defs/{name}"} for name in defs],
+        "discriminator": {"propertyName": "kind", "mapping": {m["properties"]["kind"]["const"]: f"#/$defs/{m['title']}" for m in members}},
+    }
+
+
+MOVE = member("move", ("dx",), dx=I)
+SAY = member("say", ("text",), text=S)
+
+
 def spec(**changes: Any) -> EnvSpec:
     base: dict[str, Any] = dict(
         name="demo", env_id="openenv/demo", package="demo-openenv", metadata=EnvMetadata(description="A demo"),
@@ -197,6 +216,36 @@ SPEC_CASES = [
         spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=S)),)),
         "major",
         [("major", "tools.add.a", "retyped: integer → string")],
+    ),
+    # Union actions: members paired by discriminator value (else title).
+    ("union member added", spec(action_schema=union(MOVE)), spec(action_schema=union(MOVE, SAY)), "minor", [("minor", "action[say]", "union member added")]),
+    ("union member removed", spec(action_schema=union(MOVE, SAY)), spec(action_schema=union(SAY)), "major", [("major", "action[move]", "union member removed")]),
+    (
+        "union member's field narrowed",
+        spec(action_schema=union(MOVE, SAY)),
+        spec(action_schema=union(member("move", ("dx",), dx={**I, "maximum": 1}), SAY)),
+        "major",
+        [("major", "action[move].dx", "constraint added: maximum 1")],
+    ),
+    ("union members reordered and renamed", spec(action_schema=union(MOVE, SAY)), spec(action_schema=union(SAY, {**MOVE, "title": "Step"})), None, []),
+    ("plain union (anyOf, paired by title)", spec(action_schema={"anyOf": [MOVE, SAY]}), spec(action_schema={"anyOf": [MOVE]}), "major", [("major", "action[say]", "union member removed")]),
+    ("discriminator renamed", spec(action_schema=union(MOVE, SAY)), spec(action_schema={**union(MOVE, SAY), "discriminator": {"propertyName": "op"}}), "major", [("major", "action", "discriminator changed")]),
+    ("typed action -> union holding it", spec(action_schema=MOVE), spec(action_schema=union(MOVE, SAY)), "minor", [("minor", "action[say]", "union member added")]),
+    # The reset observation: an output; absent means the step observation.
+    ("reset observation served, same as the step's", spec(), spec(reset_observation_schema=OBSERVATION), None, []),
+    (
+        "reset observation field added",
+        spec(),
+        spec(reset_observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I)),
+        "minor",
+        [("minor", "reset_observation.target", "optional field added (integer)")],
+    ),
+    (
+        "reset observation no longer served, its field gone",
+        spec(reset_observation_schema=obj(("target",), done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I)),
+        spec(),
+        "major",
+        [("major", "reset_observation.target", "field removed")],
     ),
 ]
 

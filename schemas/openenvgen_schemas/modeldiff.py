@@ -253,15 +253,20 @@ def diff_actions(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
             out += diff_schemas(_annotations(old), _annotations(new), where="action", direction="input")
     keyed_before = {m.key: m for m in members_before}
     keyed_after = {m.key: m for m in members_after}
-    for key in keyed_before:
-        if key not in keyed_after:
-            out.append(Change("major", _member_path(key), "union member removed"))
-    for key in keyed_after:
-        if key not in keyed_before:
-            out.append(Change("minor", _member_path(key), "union member added"))
-    for key in keyed_before:
-        if key in keyed_after:
-            out += diff_schemas(keyed_before[key].schema, keyed_after[key].schema, where=_member_path(key), direction="input")
+    pairs = [(keyed_before[k], keyed_after[k]) for k in keyed_before if k in keyed_after]
+    # Members whose key changed (e.g. a new discriminator) are still paired by their title.
+    left = [m for k, m in keyed_before.items() if k not in keyed_after]
+    right = [m for k, m in keyed_after.items() if k not in keyed_before]
+    for m in list(left):
+        twin = next((n for n in right if m.title is not None and n.title == m.title), None)
+        if twin is not None:
+            pairs.append((m, twin))
+            left.remove(m)
+            right.remove(twin)
+    out += [Change("major", _member_path(m.key), "union member removed") for m in left]
+    out += [Change("minor", _member_path(m.key), "union member added") for m in right]
+    for a, b in pairs:
+        out += diff_schemas(a.schema, b.schema, where=_member_path(b.key), direction="input")
     return out
 
 
