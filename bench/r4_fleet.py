@@ -145,7 +145,13 @@ def server_resets(server: FleetServer) -> int | None:
 def _pool_lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = []
+    for line in path.read_text().splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass  # a last line cut short when the eval process was killed
+    return lines
 
 
 def one_run(
@@ -208,19 +214,24 @@ def one_run(
                 start_new_session=True,
             )
             timed_out = False
-            while proc.poll() is None:
-                if "killed_at" not in event and len(model.requests) >= kill_at:
-                    kill()
-                elif "killed_at" in event and "restarted" not in event and time.monotonic() - event["killed_at"] >= RESTART_AFTER_S:
-                    victim.launch()
-                    event["restarted"] = True
-                elif "restarted" in event and "down_s" not in event and victim.ready():
-                    back()
-                elif time.perf_counter() - started > timeout:
-                    timed_out = True
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(timeout=60)
-                time.sleep(0.05)
+            try:
+                while proc.poll() is None:
+                    if "killed_at" not in event and len(model.requests) >= kill_at:
+                        kill()
+                    elif "killed_at" in event and "restarted" not in event and time.monotonic() - event["killed_at"] >= RESTART_AFTER_S:
+                        victim.launch()
+                        event["restarted"] = True
+                    elif "restarted" in event and "down_s" not in event and victim.ready():
+                        back()
+                    elif time.perf_counter() - started > timeout:
+                        timed_out = True
+                        os.killpg(proc.pid, signal.SIGTERM)
+                        proc.wait(timeout=60)
+                    time.sleep(0.05)
+            finally:
+                if proc.poll() is None:  # this bench broke: the eval must not outlive it
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
             wall = time.perf_counter() - started
         # The run may end first: the fleet is whole again before the next run.
         if "killed_at" in event and "restarted" not in event:

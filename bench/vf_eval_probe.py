@@ -59,7 +59,10 @@ def _watch(out: Path) -> None:
                     victim = next((s for s in _servers() if s.url == order["url"]), None)
                     in_flight = victim.active if victim is not None else None
                     os.killpg(order["pgid"], signal.SIGKILL)
-                    killed_file.write_text(json.dumps({"t": time.time(), "in_flight": in_flight}))
+                    # Whole or not at all: the bench reads it as soon as it exists.
+                    tmp = killed_file.with_suffix(".tmp")
+                    tmp.write_text(json.dumps({"t": time.time(), "in_flight": in_flight}))
+                    tmp.rename(killed_file)
             if now - last_line >= 0.25:
                 last_line = now
                 servers = [{"url": s.url, "active": s.active, "down": s.down} for s in _servers()]
