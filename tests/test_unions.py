@@ -110,7 +110,11 @@ def test_upstream_awm_union_generates_a_discriminated_root_model(tmp_path_factor
     schema = _awm_schema()
     spec = build_spec(Capture(schema=schema), name="agent_world_model", env_id="openenv/agent_world_model_env")
     assert spec.is_union and not spec.is_mcp
-    source = render_package(spec)["agent_world_model_openenv/models.py"]
+    files = render_package(spec)
+    source = files["agent_world_model_openenv/models.py"]
+    readme = files["README.md"]
+    assert "| `list_tools` | `ListToolsAction` |  |" in readme
+    assert "| `call_tool` | `CallToolAction` | tool_name, arguments? |" in readme
     assert "class AgentWorldModelAction(RootModel[ListToolsAction | CallToolAction]):" in source
     assert 'discriminator="type"' in source
     model = _union_model(spec, tmp_path_factory)

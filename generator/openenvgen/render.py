@@ -105,7 +105,8 @@ def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]
 
 
 def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:
-    """A union action's members for the README: model class, key (its tag or title), fields."""
+    """A union action's members for the README: model class, key (its tag or title), and
+    fields (the base `metadata` and the discriminator left out)."""
     members = union_members(spec.action_schema) or []
     rows = []
     for cls, member in zip(models.member_classes, members):
@@ -113,7 +114,7 @@ def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:
         fields = [
             f"{name}{'' if name in required else '?'}"
             for name in (member.schema.get("properties") or {})
-            if name != "metadata"
+            if name not in ("metadata", member.tag_property)  # the key already says the tag
         ]
         rows.append({"cls": cls, "key": member.key, "fields": fields})
     return rows
