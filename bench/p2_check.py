@@ -85,7 +85,9 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
             result = run_timed(cmd, cwd=ROOT, env={**bench_env(), **extra_env})
             rcs[label].add(result.returncode)
             if result.returncode != 0 and rep == 0:
-                stale_lines += [line for line in result.stderr.splitlines() if line.startswith(("generated/", "/")) or "error" in line][:20]
+                # What check said about each package (it reports on stdout, errors on stderr).
+                output = (result.stdout + "\n" + result.stderr).splitlines()
+                stale_lines += [f"{label}: {line}" for line in output if line.strip() and "up to date" not in line][:20]
             if rep:
                 times[label].append(result.seconds)
     medians = {k: round(median(v), 3) for k, v in times.items()}
