@@ -195,6 +195,7 @@ def _first_user_text(episode: Any) -> str:
 # --- the served path ----------------------------------------------------------------------------
 
 
+@pytest.mark.rollout
 def test_grpo_groups_of_a_task_api_split_on_a_static_pool(count_pkg: str, task_server: str, tmp_path: Path) -> None:
     """A split read over `base_url` in the client's `load()`; 4 tasks x G=4 rollouts on a static
     pool of 2 workers. Each group opens on its own task's observation, the same for all G, and
@@ -223,6 +224,7 @@ def test_grpo_groups_of_a_task_api_split_on_a_static_pool(count_pkg: str, task_s
     assert len(workers) == 2 and _rollout_pids(log) == set(workers), (workers, _rollout_pids(log))
 
 
+@pytest.mark.rollout
 def test_a_fleet_of_base_urls_on_the_elastic_pool(tmp_path: Path) -> None:
     """`base_url` as a list of two running servers, the elastic pool (one worker): episodes
     spread over both servers of the fleet and all win."""
@@ -243,6 +245,7 @@ def test_a_fleet_of_base_urls_on_the_elastic_pool(tmp_path: Path) -> None:
     assert seen["east"] and seen["west"], seen
 
 
+@pytest.mark.rollout
 def test_tool_call_actions_on_a_served_worker(wordle_pkg: str, wordle_server: str, tmp_path: Path) -> None:
     """`action_format = "tools"`: every model call a worker makes offers the action as a function
     tool, and streamed tool calls play the game."""
@@ -258,6 +261,7 @@ def test_tool_call_actions_on_a_served_worker(wordle_pkg: str, wordle_server: st
     assert all([tool["function"]["name"] for tool in body["tools"]] == ["act"] for body in model.requests)
 
 
+@pytest.mark.rollout
 def test_an_mcp_env_on_a_served_worker(mcp_pkg: str, mcp_server: str, tmp_path: Path) -> None:
     config = served.env_config(mcp_pkg, {"base_url": mcp_server})
     tasks = served.client_tasks(config)
@@ -279,6 +283,7 @@ async def short_replies(trace) -> float:
 '''
 
 
+@pytest.mark.rollout
 def test_a_custom_py_reward_is_scored_in_the_worker(wordle_server: str, tmp_path: Path) -> None:
     """The package's `custom.py` reward, loaded by each worker from the package it imports,
     scores the episodes beside the env's reward."""
@@ -303,6 +308,7 @@ def test_a_custom_py_reward_is_scored_in_the_worker(wordle_server: str, tmp_path
 # --- launch modes and lifecycle under a worker pool --------------------------------------------
 
 
+@pytest.mark.rollout
 def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Path) -> None:
     """UV launch mode with a Task API split. The client's `load()` reads the split from a server
     it launches and stops (none left in the client process). Then each of 2 workers launches its
@@ -339,6 +345,7 @@ def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Pa
     assert wait_for(lambda: marked_processes(marker) == [], timeout=60), marked_processes(marker)
 
 
+@pytest.mark.rollout
 @pytest.mark.parametrize(
     ("target", "sig"),
     [("env-server", signal.SIGINT), ("env-server", signal.SIGTERM), ("env-server", signal.SIGKILL), ("worker", signal.SIGKILL)],
@@ -370,6 +377,7 @@ def test_no_server_left_when_the_env_server_or_a_worker_is_signalled(
     assert wait_for(lambda: not any(served.children(w) or Path(f"/proc/{w}").exists() for w in workers), timeout=30)
 
 
+@pytest.mark.rollout
 def test_a_worker_that_dies_mid_episode_leaves_its_episodes_unanswered(wordle_pkg: str, wordle_server: str, tmp_path: Path) -> None:
     """verifiers 0.4.0: the broker neither notices a dead worker nor answers the requests it
     held, and starts no replacement; the client waits until its own timeout (docs/training.md).
@@ -397,6 +405,7 @@ def test_a_worker_that_dies_mid_episode_leaves_its_episodes_unanswered(wordle_pk
     assert killed and kinds == {"no answer": 2, (True, "env_done", 1.0): 2}, kinds
 
 
+@pytest.mark.rollout
 @pytest.mark.parametrize("failure", ["provider-option", "unreachable-base-url"])
 def test_a_worker_that_cannot_start_logs_one_line_and_fails_each_episode(guess_pkg: str, tmp_path: Path, failure: str) -> None:
     """A failure only a worker meets (a fleet it cannot reach), or a config check a host skipped
@@ -461,6 +470,7 @@ def _ours(token: str) -> list[str]:
     return docker_images.ours("service", selector) + docker_images.ours("container", selector)
 
 
+@pytest.mark.rollout
 @pytest.mark.docker
 def test_docker_workers_each_run_their_own_containers_none_left_after_sigkill(
     image: str, guess_pkg: str, token: str, tmp_path: Path
@@ -484,6 +494,7 @@ def test_docker_workers_each_run_their_own_containers_none_left_after_sigkill(
     assert len(running) == 2, running
 
 
+@pytest.mark.rollout
 @pytest.mark.swarm
 def test_a_swarm_service_per_worker_is_removed_when_the_env_server_stops(
     image: str, guess_pkg: str, token: str, tmp_path: Path
