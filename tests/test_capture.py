@@ -259,8 +259,9 @@ def test_seed_verdicts_tell_an_env_without_randomness_from_one_that_drops_the_se
     # The catalog keeps the verdicts, with a line for people.
     seeding = json.loads((captured["data"] / "seeding.json").read_text())
     assert seeding["dice"]["verdict"] == "not_reproducible"
-    assert seeding["dice"]["summary"] == "two sessions reset with seed 0 differed over the reset and 1 step, at reset.observation.roll"
-    assert seeding["guess"]["summary"] == "seeds 0 and 1 played the same episode over the reset and 2 steps"
+    assert seeding["dice"]["summary"] == "3 sessions reset with seed 0 differed over the reset and 1 step, at reset.observation.roll"
+    assert seeding["guess"]["summary"] == "3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps"
+    assert guess["evidence"]["sessions"] == [3, 2]
 
 
 def test_validation_verdicts_are_what_the_server_did(captured: dict[str, Any]) -> None:

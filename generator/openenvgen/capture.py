@@ -633,7 +633,7 @@ def _ws_send(ws: Any, message: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure_seed(url: str, plan: Plan) -> dict[str, Any]:
-    """Whether the env honours `seed` (see seeding.py): three sessions of the episode."""
+    """Whether the env honours `seed` (see seeding.py): five sessions of the episode."""
     from websockets.sync.client import connect
 
     from openenvgen import seeding
@@ -644,7 +644,7 @@ def measure_seed(url: str, plan: Plan) -> dict[str, Any]:
     other = seed + 1
     traces = []
     try:
-        for s in (seed, seed, other):
+        for s in (seed, seed, seed, other, other + 1):
             with connect(ws_url, max_size=None, open_timeout=30) as ws:
                 traces.append(seeding.session_trace(ws, _ws_send, {**plan.reset, "seed": s}, plan.actions))
                 with contextlib.suppress(Exception):
@@ -654,7 +654,7 @@ def measure_seed(url: str, plan: Plan) -> dict[str, Any]:
 
         why = "the server closed it" if isinstance(e, ConnectionClosed) else f"{type(e).__name__}: {str(e)[:200]}"
         return {"verdict": "unmeasured", "evidence": {"reason": f"session {len(traces) + 1} broke off ({why})"}}
-    return seeding.verdict(*traces, seed=seed, other_seed=other)
+    return seeding.verdict(traces[0], traces[1:3], traces[3:], seed=seed, other_seed=other)
 
 
 def _record_session(url: str, folder: Path, plan: Plan, *, mcp: bool) -> str:

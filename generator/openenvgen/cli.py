@@ -245,7 +245,7 @@ def capture(
     only: Annotated[Optional[list[str]], typer.Option("--only", metavar="ENV_DIR", help="Capture only this env folder (e.g. echo_env). Repeatable.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where the recordings go, one folder per env.")] = Path("openenv-captures"),
     commit: Annotated[Optional[str], typer.Option("--commit", metavar="SHA", help="The checkout's commit, when it is not a git checkout.")] = None,
-    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog", metavar="DIR", help="Also rewrite this catalog's snapshots and source commit (a data/ folder with catalog.toml).")] = None,
+    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog", metavar="DIR", help="Also rewrite this catalog's snapshots, seed verdicts (seeding.json) and source commit (a data/ folder with catalog.toml).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, metavar="SECONDS", help="Seconds each env may take to start (its first start installs its dependencies).")] = 900.0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Envs captured at once.")] = 1,
     python: Annotated[Optional[list[str]], typer.Option("--python", metavar="VERSION=PATH", help="The interpreter for envs whose catalog entry asks for Python VERSION (`capture = { python = \"3.12\" }`), e.g. 3.12=/usr/bin/python3.12. Repeatable; without it uv searches for VERSION itself.")] = None,

@@ -1,17 +1,20 @@
 """Does an env honour `seed`? Measured on its running server by `openenv-gen capture`.
 
-Execution model: three WebSocket sessions, one after the other, on the env's `/ws` (one
+Execution model: five WebSocket sessions, one after the other, on the env's `/ws` (one
 session at a time: `max_concurrent_envs` defaults to 1). Each resets with the catalog's
 reset kwargs and a seed, then steps the recorded episode's actions, asking for `/state`
-(the WS `state` message) after the reset and after every step. Sessions A and B use the
-same seed, C another. What each point answered (observation, reward, done, state, or the
-error) is compared:
+(the WS `state` message) after the reset and after every step. Sessions A, B and B' use
+the same seed, C and C' two others. What each point answered (observation, reward, done,
+state, or the error) is compared:
 
-- A ≠ B: **not_reproducible**: the same seed does not give the same episode (the env
+- A ≠ B or B': **not_reproducible**: the same seed does not give the same episode (the env
   ignores `seed`, or has randomness it does not seed); rollouts of one task start from
-  different states.
-- A = B ≠ C: **reproducible**: the seed decides the episode.
-- A = B = C: **deterministic**: two seeds gave the same episode (no randomness seen).
+  different states. A difference seen is certain.
+- A = B = B' ≠ C or C': **reproducible**: the seed decides the episode.
+- all five equal: **deterministic**: three seeds gave the same episode (no randomness seen).
+
+The last two rest on differences not seen: an env that draws from few outcomes (a ball in
+one of five columns) can match by chance, which three same-seed sessions make unlikely.
 - no session could be compared (the reset answered an error, or an observation whose
   `error` field, or its metadata's, is set; or a session broke off): **unmeasured**.
 
@@ -38,6 +41,7 @@ MAX_PATHS = 12
 """Differing paths kept as evidence per comparison."""
 
 Send = Callable[[Any, dict[str, Any]], dict[str, Any]]
+Trace = list[tuple[str, Any]]
 
 
 def session_trace(ws: Any, send: Send, reset: dict[str, Any], actions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
@@ -99,15 +103,20 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def verdict(same: list[tuple[str, Any]], again: list[tuple[str, Any]], other: list[tuple[str, Any]], *, seed: int, other_seed: int) -> dict[str, Any]:
-    """The verdict and its evidence from sessions A, B (same seed) and C (another)."""
+def verdict(
+    same: Trace, again: Trace | list[Trace], other: Trace | list[Trace], *, seed: int, other_seed: int
+) -> dict[str, Any]:
+    """The verdict and its evidence from session A, the sessions reset with A's seed
+    (`again`) and those reset with others (`other`, the first with `other_seed`)."""
+    agains = again if again and isinstance(again[0], list) else [again]
+    others = other if other and isinstance(other[0], list) else [other]
     compared = sum(1 for label, _ in same if not label.endswith(".state"))
-    evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared}
+    evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared, "sessions": [1 + len(agains), len(others)]}
     reason = _reset_failure(same)
     if reason:
         return {"verdict": "unmeasured", "evidence": {**evidence, "reason": reason}}
-    same_seed = differences(same, again)
-    other_seed_diff = differences(same, other)
+    same_seed = _union(differences(same, b) for b in agains)
+    other_seed_diff = _union(differences(same, c) for c in others)
     evidence["same_seed_differs_at"] = same_seed[:MAX_PATHS]
     evidence["other_seed_differs_at"] = other_seed_diff[:MAX_PATHS]
     if same_seed:
@@ -117,6 +126,11 @@ def verdict(same: list[tuple[str, Any]], again: list[tuple[str, Any]], other: li
     else:
         name = "deterministic"
     return {"verdict": name, "evidence": evidence}
+
+
+def _union(found: Any) -> list[str]:
+    """Paths in order of first appearance, each once."""
+    return list(dict.fromkeys(path for paths in found for path in paths))
 
 
 def _reset_failure(trace: list[tuple[str, Any]]) -> str:
@@ -147,9 +161,11 @@ def summary(result: dict[str, Any]) -> str:
     steps = max(0, evidence.get("points", 1) - 1)
     played = f"the reset and {steps} step{'' if steps == 1 else 's'}" if steps else "the reset"
     seed, other = evidence.get("seed"), evidence.get("other_seed")
+    same_n, other_n = evidence.get("sessions", [2, 1])
+    seeds = f"seed {other}" if other_n == 1 else f"seeds {other} and {other + 1}" if other_n == 2 else f"seeds {other} to {other + other_n - 1}"
     if name == "not_reproducible":
         where = ", ".join(evidence.get("same_seed_differs_at", [])[:3])
-        return f"two sessions reset with seed {seed} differed over {played}, at {where}"
+        return f"{same_n} sessions reset with seed {seed} differed over {played}, at {where}"
     if name == "reproducible":
-        return f"two sessions reset with seed {seed} matched over {played}; seed {other} gave another episode"
-    return f"seeds {seed} and {other} played the same episode over {played}"
+        return f"{same_n} sessions reset with seed {seed} matched over {played}; {seeds} gave other episodes"
+    return f"{same_n} sessions reset with seed {seed} and {other_n} with {seeds} played the same episode over {played}"
