@@ -43,6 +43,7 @@ from openenvgen import catalog
 from openenvgen.pipeline import resolve_spec
 from openenvgen.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvSpec
+from openenvgen_schemas.normalise import union_members
 from tests.conftest import ROOT
 from tests.support.replay_env import (
     RECORDINGS,
@@ -88,6 +89,7 @@ REPLY_FORMS: dict[str, dict[int, Any]] = {
     "coding": {0: lambda a: _fenced(a["code"], "python")},
     "echo": {1: _fenced},
     "connect4": {0: _fenced},
+    "openspiel": {1: _fenced},
 }
 
 
@@ -173,7 +175,10 @@ def test_readme_explains_the_action_space(name: str) -> None:
     # As Markdown shows it: angle brackets are escaped (DIPG's hint has <|channel|> tags).
     hint = spec.defaults.action_hint
     assert hint and hint.replace("<", "&lt;").replace(">", "&gt;") in readme
-    names = [t.name for t in spec.tools or ()] or [p for p in spec.action_schema["properties"] if p != "metadata"]
+    # Its tools, else its fields, else (a union action) its members' keys.
+    members = union_members(spec.action_schema) or ()
+    names = [t.name for t in spec.tools or ()] or [p for p in spec.action_schema.get("properties", {}) if p != "metadata"] or [m.key for m in members]
+    assert names, name
     for item in names:
         assert f"| `{item}` |" in readme
 

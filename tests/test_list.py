@@ -11,6 +11,7 @@ from pathlib import Path
 
 from openenvgen import catalog
 from openenvgen.pipeline import catalog_rows
+from openenvgen_schemas.normalise import union_members
 
 OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
 
@@ -38,13 +39,17 @@ def _list() -> list[str]:
 
 def test_list_shows_every_catalog_env_with_its_action_space() -> None:
     header, *lines = _list()
-    assert header.split() == ["name", "env", "id", "action", "fields", "/", "tools"]
+    assert header.split() == ["name", "env", "id", "action", "seed", "fields", "/", "tools"]
     shown = {}
+    seeds = {}
     for line in lines:
-        name, env_id, kind, detail = line.split(maxsplit=3)
+        name, env_id, kind, seed, detail = line.split(maxsplit=4)
         shown[name] = (env_id, kind, detail)
+        seeds[name] = seed
     assert {name: shown[name] for name in EXPECTED} == EXPECTED
     assert shown == {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
+    # Whether each env honours `seed`, as its capture measured it (data/seeding.json).
+    assert seeds == {name: catalog.seeding()[name]["verdict"] for name in catalog.entries()}
     # Catalog order, one line each.
     assert [line.split()[0] for line in lines] == list(catalog.entries())
 
@@ -64,6 +69,14 @@ def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
     # Every field the list names is a property of the snapshot's action schema.
     for name, (_, kind, detail) in rows.items():
         capture = catalog.lookup(name).capture()
+        if kind == "union":
+            # Each member by its key, with its own fields (the tag and `metadata` left out).
+            members = union_members(capture.schema_["action"])
+            assert detail == " | ".join(
+                f"{m.key}({', '.join(p + ('' if p in m.schema.get('required', []) else '?') for p in m.schema['properties'] if p not in (m.tag_property, 'metadata'))})"
+                for m in members
+            )
+            continue
         props = capture.schema_["action"]["properties"]
         if kind == "typed":
             assert {field.split(":")[0].rstrip("?") for field in detail.split(", ")} == set(props) - {"metadata"}
@@ -89,6 +102,26 @@ def test_optional_fields_and_types_are_shown() -> None:
     assert pipeline._fields(schema, typed=False) == "metadata?, direction, steps?, note?, target"
 
 
+def test_every_catalog_env_has_a_seed_verdict_with_its_evidence() -> None:
+    from openenvgen.seeding import VERDICTS
+
+    seeding = catalog.seeding()
+    assert list(seeding) == list(catalog.entries())
+    for name, seed in seeding.items():
+        assert seed["verdict"] in VERDICTS, name
+        assert seed["summary"], name
+        evidence = seed["evidence"]
+        if seed["verdict"] == "unmeasured":
+            assert evidence["reason"], name
+        else:
+            assert evidence["points"] >= 1, name
+            # not_reproducible rests on where two same-seed sessions differed; the others on none.
+            assert bool(evidence["same_seed_differs_at"]) == (seed["verdict"] == "not_reproducible"), name
+            assert bool(evidence["other_seed_differs_at"]) == (seed["verdict"] != "deterministic") or seed["verdict"] == "not_reproducible", name
+        # The generated package carries the verdict: the catalog spec's defaults.
+        assert catalog.lookup(name).defaults.seed_verdict == seed["verdict"]
+
+
 def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     result = subprocess.run([OPENENV_GEN, "list", "--json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -97,15 +130,20 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     envs = document["envs"]
     assert [env["name"] for env in envs] == list(catalog.entries())
     for env in envs:
-        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools"]
+        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools", "members", "seed"]
+        measured = catalog.seeding()[env["name"]]
+        assert env["seed"] == {"verdict": measured["verdict"], "summary": measured["summary"]}
         assert env["package"] == f"{env['name'].replace('_', '-')}-openenv"
     by_name = {env["name"]: env for env in envs}
     assert by_name["wordle"] == {
         "name": "wordle", "env_id": "openenv/wordle", "package": "wordle-openenv", "action": "typed",
-        "fields": [{"name": "message", "type": "string", "required": True}], "tools": None,
+        "fields": [{"name": "message", "type": "string", "required": True}], "tools": None, "members": None,
+        "seed": {"verdict": catalog.seeding()["wordle"]["verdict"], "summary": catalog.seeding()["wordle"]["summary"]},
     }
+    assert by_name["agent_world_model"]["action"] == "union"
+    assert [m["key"] for m in by_name["agent_world_model"]["members"]] == ["list_tools", "call_tool"]
     echo = by_name["echo"]
-    assert (echo["action"], echo["fields"]) == ("mcp", None)
+    assert (echo["action"], echo["fields"], echo["members"]) == ("mcp", None, None)
     assert [t["name"] for t in echo["tools"]] == ["echo_message", "echo_with_length"]
     assert echo["tools"][0] == {
         "name": "echo_message",
@@ -118,6 +156,10 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
         assert (env["env_id"], env["action"]) == (env_id, kind.lower())
         if kind == "typed":
             shown = ", ".join(f"{f['name']}{'' if f['required'] else '?'}: {f['type']}" for f in env["fields"])
+        elif kind == "union":
+            shown = " | ".join(
+                f"{m['key']}({', '.join(f['name'] + ('' if f['required'] else '?') for f in m['fields'])})" for m in env["members"]
+            )
         else:
             shown = ", ".join(
                 f"{t['name']}({', '.join(a['name'] + ('' if a['required'] else '?') for a in t['arguments'])})" for t in env["tools"]
