@@ -41,6 +41,8 @@ class BrowsergymTaskset(AdapterTaskset, vf.Taskset[BrowsergymTask, BrowsergymCon
     IS_MCP = False
     ACTION_HINT = "action_str is one BrowserGym action on the page, using the element ids (bid) of axtree_txt: click('12'), fill('12', 'text'), press('Enter'), scroll('down'), goto('https://...'). goal is the task; last_action_error says whether your last action failed."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'unmeasured'
+    SEED_EVIDENCE = 'GET /metadata answered 500: the env cannot be created here'
 
 
 class BrowsergymEnv(AdapterEnv):

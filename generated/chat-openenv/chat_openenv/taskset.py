@@ -41,6 +41,8 @@ class ChatTaskset(AdapterTaskset, vf.Taskset[ChatTask, ChatConfig]):
     IS_MCP = False
     ACTION_HINT = "tokens are the token ids of your next message in the server's tokenizer (TOKENIZER_NAME, gpt2 by default); the env decodes them, appends the message to messages and returns the whole conversation tokenized as tokens."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class ChatEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class ChessTaskset(AdapterTaskset, vf.Taskset[ChessTask, ChessConfig]):
     IS_MCP = False
     ACTION_HINT = 'Give one move from legal_moves in UCI notation, e.g. e2e4 (e7e8q to promote). An engine plays the other side; an illegal move costs -0.1 and changes nothing; the game ends with 1 for a win, -1 for a loss, 0 for a draw.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'not_reproducible'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 differed over the reset and 2 steps, at reset.metadata.evaluation, reset.metadata.halfmove_clock, reset.observation.fen'
 
 
 class ChessEnv(AdapterEnv):

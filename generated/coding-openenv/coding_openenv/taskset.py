@@ -41,6 +41,8 @@ class CodingTaskset(AdapterTaskset, vf.Taskset[CodingTask, CodingConfig]):
     IS_MCP = False
     ACTION_HINT = 'Send Python source as code; it runs in one persistent session (names defined earlier stay defined) and you see its stdout, stderr and exit_code.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class CodingEnv(AdapterEnv):

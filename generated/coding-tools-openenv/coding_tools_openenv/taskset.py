@@ -53,6 +53,8 @@ class CodingToolsTaskset(AdapterTaskset, vf.Taskset[CodingToolsTask, CodingTools
     }
     ACTION_HINT = "Call one tool per turn on the task's sandbox: bash runs a shell command; read, write, edit and multi_edit work on files; glob, grep and ls find them; todo_write keeps your todo list; submit_solution ends the episode and runs the task's checks."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'unmeasured'
+    SEED_EVIDENCE = "the reset's observation reports an error: E2B_API_KEY is not set. Configure it before reset."
 
 
 class CodingToolsEnv(AdapterEnv):

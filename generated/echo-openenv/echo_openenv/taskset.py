@@ -45,6 +45,8 @@ class EchoTaskset(AdapterTaskset, vf.Taskset[EchoTask, EchoConfig]):
     }
     ACTION_HINT = 'Call one tool per turn: echo_message echoes a message back; echo_with_length also returns its length.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class EchoEnv(AdapterEnv):

@@ -47,6 +47,8 @@ class FinqaTaskset(AdapterTaskset, vf.Taskset[FinqaTask, FinqaConfig]):
     }
     ACTION_HINT = "Answer metadata.question about metadata.company from its SEC 10-K tables, one tool call per turn: get_descriptions lists the company's tables, get_table_info describes one, sql_query runs SQL on one (the table is named in the query by its table name), submit_answer gives your final answer and ends the episode."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class FinqaEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class FinrlTaskset(AdapterTaskset, vf.Taskset[FinrlTask, FinrlConfig]):
     IS_MCP = False
     ACTION_HINT = 'actions holds one number per stock, from -1 to 1: positive buys, negative sells, the magnitude sets the trade size. state is [cash, prices..., holdings..., indicators...]; the reward is the change in portfolio value.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class FinrlEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class GitTaskset(AdapterTaskset, vf.Taskset[GitTask, GitConfig]):
     IS_MCP = False
     ACTION_HINT = 'action_type is list_repos (the repositories you can clone), clone_repo (clone repo_name into the workspace, optionally into target_dir) or execute_git_command (run command, a git command without the leading `git`, e.g. status, in repo_name or working_dir).'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class GitEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class JuliaTaskset(AdapterTaskset, vf.Taskset[JuliaTask, JuliaConfig]):
     IS_MCP = False
     ACTION_HINT = 'core_code is Julia source to run; test_code (optional) runs after it, with `using Test` and @test assertions, and tests_passed/tests_failed count them. You see stdout, stderr, exit_code and whether the code compiles.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class JuliaEnv(AdapterEnv):

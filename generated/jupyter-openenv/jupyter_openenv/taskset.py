@@ -48,6 +48,8 @@ class JupyterTaskset(AdapterTaskset, vf.Taskset[JupyterTask, JupyterConfig]):
     }
     ACTION_HINT = 'Call one tool per turn: add_and_execute_code_cell runs Python in a new notebook cell, edit_and_execute_current_cell replaces and reruns the current cell, execute_shell_command runs a shell command, get_notebook_state shows the notebook, final_answer submits your answer and ends the episode.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class JupyterEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class KernrlTaskset(AdapterTaskset, vf.Taskset[KernrlTask, KernrlConfig]):
     IS_MCP = False
     ACTION_HINT = 'Submit as code the full source of a Python module defining class Model(torch.nn.Module) whose forward computes what reference_code computes, with your Triton or CUDA kernel doing the work. Each submission is compiled, checked against the reference and timed on the GPU; the feedback reports correctness and speedup.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'not_reproducible'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 differed over the reset, at reset.observation.problem_description, reset.observation.problem_id, reset.observation.reference_code'
 
 
 class KernrlEnv(AdapterEnv):

@@ -44,6 +44,8 @@ class OpencodeTaskset(AdapterTaskset, vf.Taskset[OpencodeTask, OpencodeConfig]):
     }
     ACTION_HINT = 'Call run_rollout with the task (instruction, optional setup and verify shell commands) and the LLM the OpenCode agent should use (endpoint, or base_url, api_key and model); it runs the agent in a sandbox and returns its result and reward.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class OpencodeEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class ReasoningGymTaskset(AdapterTaskset, vf.Taskset[ReasoningGymTask, Reasoning
     IS_MCP = False
     ACTION_HINT = 'Answer the question in one step; give only the final answer as answer (for a number, just the number).'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'reproducible'
+    SEED_EVIDENCE = '3 sessions reset with seed 42 matched over the reset and 1 step; seeds 43 and 44 gave other episodes'
 
 
 class ReasoningGymEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class ReplTaskset(AdapterTaskset, vf.Taskset[ReplTask, ReplConfig]):
     IS_MCP = False
     ACTION_HINT = 'code is Python run in a persistent REPL: variables persist between turns and context holds the task\'s input text. Finish by printing FINAL(your answer) (or FINAL_VAR(name) for a variable), or by setting answer = {"content": ..., "ready": True}.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class ReplEnv(AdapterEnv):

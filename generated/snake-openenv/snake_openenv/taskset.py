@@ -41,6 +41,8 @@ class SnakeTaskset(AdapterTaskset, vf.Taskset[SnakeTask, SnakeConfig]):
     IS_MCP = False
     ACTION_HINT = 'action turns the snake relative to its heading: 0 keep going, 1 turn left, 2 turn right. grid is the board, rows of cells: 0 empty, 1 wall, 2 fruit, 3 your head, 4 your body, 5 your tail. Eating fruit scores and grows you; hitting a wall or yourself ends the episode.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'not_reproducible'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 differed over the reset and 2 steps, at reset.observation.grid, reset.observation.observation, step 1.observation.grid'
 
 
 class SnakeEnv(AdapterEnv):

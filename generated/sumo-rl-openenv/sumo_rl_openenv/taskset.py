@@ -41,6 +41,8 @@ class SumoRlTaskset(AdapterTaskset, vf.Taskset[SumoRlTask, SumoRlConfig]):
     IS_MCP = False
     ACTION_HINT = 'phase_id is the green phase to switch the traffic light to next, from 0 to the number of green phases - 1 (action_mask marks the allowed ones); SUMO inserts the yellow phase itself. The reward favours less waiting at the intersection. Leave ts_id out (single intersection).'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'unmeasured'
+    SEED_EVIDENCE = 'GET /metadata answered 500: the env cannot be created here'
 
 
 class SumoRlEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class Tbench2Taskset(AdapterTaskset, vf.Taskset[Tbench2Task, Tbench2Config]):
     IS_MCP = False
     ACTION_HINT = "Work on the task in instruction inside its terminal. action_type exec runs command (a shell command) and returns its output; write_file writes content to file_path; view, wait, write and kill act on a running session (session_id); evaluate runs the task's tests and ends the episode with reward 1 if they pass."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'unmeasured'
+    SEED_EVIDENCE = 'the reset answered EXECUTION_ERROR'
 
 
 class Tbench2Env(AdapterEnv):

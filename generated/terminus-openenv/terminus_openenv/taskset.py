@@ -44,6 +44,8 @@ class TerminusTaskset(AdapterTaskset, vf.Taskset[TerminusTask, TerminusConfig]):
     }
     ACTION_HINT = "Call terminal with command, a shell command to run in the task's sandbox; pass final_answer (the command may then be empty) to submit your answer, which ends the episode and runs the task's checks."
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class TerminusEnv(AdapterEnv):

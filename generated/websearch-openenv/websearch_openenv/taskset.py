@@ -41,6 +41,8 @@ class WebsearchTaskset(AdapterTaskset, vf.Taskset[WebsearchTask, WebsearchConfig
     IS_MCP = False
     ACTION_HINT = 'query is what to search the web for; content gives the top results (titles, links, snippets) and web_contents the same as a list. Leave temp_api_key out.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset'
 
 
 class WebsearchEnv(AdapterEnv):

@@ -41,6 +41,8 @@ class WildfireTaskset(AdapterTaskset, vf.Taskset[WildfireTask, WildfireConfig]):
     IS_MCP = False
     ACTION_HINT = 'action is water (put out or dampen the cell at x, y), break (build a firebreak at x, y) or wait. grid is the width x height map flattened row by row (cell x, y is grid[y * width + x]): 0 ash, 1 fuel, 2 burning, 3 firebreak, 4 water. Water on a burning cell earns +0.25; water and firebreaks are limited (remaining_water, remaining_breaks) and each step costs a little.'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'deterministic'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps'
 
 
 class WildfireEnv(AdapterEnv):

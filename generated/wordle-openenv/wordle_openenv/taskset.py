@@ -41,6 +41,8 @@ class WordleTaskset(AdapterTaskset, vf.Taskset[WordleTask, WordleConfig]):
     IS_MCP = False
     ACTION_HINT = 'Send your guess as the message, a five-letter word in square brackets, e.g. [crane].'
     SNAPSHOT = Path(__file__).with_name("snapshot.json")
+    SEED_VERDICT = 'not_reproducible'
+    SEED_EVIDENCE = '3 sessions reset with seed 0 differed over the reset and 2 steps, at reset.state.raw_state.game_state.secret_word, step 1.metadata.raw_messages, step 1.metadata.reward_signals.wordle.greens'
 
 
 class WordleEnv(AdapterEnv):
