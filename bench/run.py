@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, fmt_ratio, load_average, log, machine  # noqa: E402
+from common import BENCH, fmt_ratio, git_state, load_average, log, machine  # noqa: E402
 
 ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "P8")
 
@@ -127,6 +127,11 @@ def _header(m: dict[str, Any]) -> list[str]:
         f"- **Load** average (1/5/15 min): {m['load_average_start']} at the start, {m['load_average_end']} at the end; "
         "each benchmark's and each run's own load is in its row. The machine is shared with other work: single figures "
         "are noisy, and comparisons are made side by side in one run, interleaved.",
+        *(["- **Quick mode**: sizes smaller than the full run's, and than some targets name (e.g. P8's 256 "
+           "episodes, R4's 256@64); the comparisons are the same. bench/run.py lists each size; full-size figures "
+           "come from `make bench` without QUICK."] if m["mode"] == "quick" else []),
+        *([f"- **Rendered** again from this run's results.json by bench/run.py at commit `{m['rendered_at']}` "
+           "(the figures are the run's; only the page's layout and wording can differ)."] if m.get("rendered_at") else []),
     ]
 
 
@@ -330,11 +335,17 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="where results.json and results.md go")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (vf-eval outputs, generated packages)")
-    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="only rewrite results.md from a results.json")
+    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON",
+                        help="only rewrite results.md (and, for a run of every benchmark, bench/RESULTS.md) from a results.json")
     ns = parser.parse_args()
     if ns.render:
-        markdown = to_markdown(json.loads(ns.render.read_text()))
+        report = json.loads(ns.render.read_text())
+        if isinstance(report["machine"].get("git"), dict) and report["machine"]["git"]["commit"] != git_state()["commit"]:
+            report["machine"]["rendered_at"] = git_state()["commit"]
+        markdown = to_markdown(report)
         (ns.render.parent / "results.md").write_text(markdown)
+        if {r["id"].split("-")[0] for r in report["results"]} >= set(ALL) - {"P5-single"}:
+            (BENCH / "RESULTS.md").write_text(markdown)  # a run of every benchmark: the checked-in page
         print(markdown)
         return
     only = tuple(x.strip() for x in ns.only.split(",") if x.strip())
