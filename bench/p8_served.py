@@ -155,7 +155,7 @@ def _outcome(episode: Any) -> tuple[bool, bool, str | None]:
     return ok, ok and reward == 1.0, error
 
 
-async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int, model_url: str, on_in_flight: Any = None) -> dict[str, Any]:
+async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int, model_url: str) -> dict[str, Any]:
     from verifiers.v1.configs.client import EvalClientConfig
     from verifiers.v1.serve import EnvClient
     from verifiers.v1.types import SamplingConfig
@@ -170,8 +170,6 @@ async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int,
         async with gate:
             counts["in_flight"] += 1
             counts["peak_in_flight"] = max(counts["peak_in_flight"], counts["in_flight"])
-            if on_in_flight is not None:
-                on_in_flight(counts["in_flight"])
             try:
                 episode = await client.run(client=client_config, model="scripted-model", sampling=SamplingConfig(), task_data=data)
                 ok, success, error = _outcome(episode)
