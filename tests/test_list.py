@@ -38,27 +38,34 @@ def _list() -> list[str]:
 
 
 def test_list_shows_every_catalog_env_with_its_action_space() -> None:
-    header, *lines = _list()
-    assert header.split() == ["name", "env", "id", "action", "seed", "fields", "/", "tools"]
+    header, *lines, footer = _list()
+    assert header.split() == ["name", "env", "id", "action", "seed", "episode", "fields", "/", "tools"]
     shown = {}
     seeds = {}
+    episodes = {}
     for line in lines:
-        name, env_id, kind, seed, detail = line.split(maxsplit=4)
+        name, env_id, kind, seed, episode, detail = line.split(maxsplit=5)
         shown[name] = (env_id, kind, detail)
         seeds[name] = seed
+        episodes[name] = episode
     assert {name: shown[name] for name in EXPECTED} == EXPECTED
     assert shown == {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
     # Whether each env honours `seed`, as its capture measured it (data/seeding.json).
     assert seeds == {name: catalog.seeding()[name]["verdict"] for name in catalog.entries()}
-    # Catalog order, one line each.
+    # Whether each env plays an offline episode here: "none" exactly where the catalog says why not.
+    assert episodes == {name: "none" if entry.no_episode else "offline" for name, entry in catalog.entries().items()}
+    assert "none" in episodes.values() and "offline" in episodes.values()
+    # Catalog order, one line each; then one line naming the upstream envs that cannot run here.
     assert [line.split()[0] for line in lines] == list(catalog.entries())
+    assert footer == f"# cannot run here, not in the catalog: {', '.join(catalog.unavailable())} (reasons: --json)"
+    assert catalog.unavailable() and not set(catalog.unavailable()) & set(catalog.entries())
 
 
 def test_list_is_plain_aligned_text_that_never_wraps() -> None:
     # A narrow terminal must not wrap or truncate it: scripts grep it.
     lines = _list()
     assert all(line == line.rstrip() for line in lines)
-    starts = {line.index(line.split()[1]) for line in lines[1:]}
+    starts = {line.index(line.split()[1]) for line in lines[1:] if not line.startswith("#")}
     assert starts == {lines[0].index("env id")}
     assert max(len(line) for line in lines) > 40
 
@@ -126,11 +133,14 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     result = subprocess.run([OPENENV_GEN, "list", "--json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["envs"]
+    assert list(document) == ["envs", "unavailable"]
+    assert document["unavailable"] == catalog.unavailable()
+    assert all(reason.strip() for reason in document["unavailable"].values())
     envs = document["envs"]
     assert [env["name"] for env in envs] == list(catalog.entries())
     for env in envs:
-        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools", "members", "seed"]
+        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools", "members", "seed", "no_episode"]
+        assert env["no_episode"] == catalog.entries()[env["name"]].no_episode
         measured = catalog.seeding()[env["name"]]
         assert env["seed"] == {"verdict": measured["verdict"], "summary": measured["summary"]}
         assert env["package"] == f"{env['name'].replace('_', '-')}-openenv"
@@ -139,6 +149,7 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
         "name": "wordle", "env_id": "openenv/wordle", "package": "wordle-openenv", "action": "typed",
         "fields": [{"name": "message", "type": "string", "required": True}], "tools": None, "members": None,
         "seed": {"verdict": catalog.seeding()["wordle"]["verdict"], "summary": catalog.seeding()["wordle"]["summary"]},
+        "no_episode": None,
     }
     assert by_name["agent_world_model"]["action"] == "union"
     assert [m["key"] for m in by_name["agent_world_model"]["members"]] == ["list_tools", "call_tool"]

@@ -25,6 +25,9 @@ class CatalogEntry:
     env_id: str
     corpus: str
     defaults: EnvDefaults
+    no_episode: str | None = None
+    """Why the env cannot play an episode where it is captured (it needs an outside
+    service, or its step is broken upstream); None when its recording has one."""
 
     def capture(self) -> Capture:
         data = json.loads((_CATALOG / "snapshots" / f"{self.name}.json").read_text("utf-8"))
@@ -41,8 +44,17 @@ def entries() -> dict[str, CatalogEntry]:
             env_id=entry["env_id"],
             corpus=entry["corpus"],
             defaults=_defaults(entry, seeding().get(name, {})),
+            no_episode=entry.get("no_episode"),
         )
     return out
+
+
+@cache
+def unavailable() -> dict[str, str]:
+    """Upstream env folders that cannot run here, each with the reason and the command tried
+    (they have no entry and no package)."""
+    raw = tomllib.loads((_CATALOG / "catalog.toml").read_text("utf-8"))
+    return dict(raw.get("unavailable", {}))
 
 
 @cache

@@ -2,7 +2,7 @@
 
 `openenv-gen NAME` generates; `check`, `list`, `regen` and `publish` are subcommands, so
 they can never be env names. Errors print one line to stderr and exit with the code
-their class documents (see errors.py and the README).
+their class documents (see errors.py and the exit-codes reference in docs/).
 """
 
 from __future__ import annotations
@@ -125,28 +125,38 @@ def generate(
 
 @app.command("list", cls=_Command)
 def list_envs(
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the README) instead of columns.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of columns.")] = False,
 ) -> None:
-    """Show the embedded catalog: name, env id, action kind (MCP or typed), whether the env
-    honours `seed` (as its capture measured it), fields or tools."""
-    from openenvgen.catalog import seeding
+    """Show the embedded catalog: name, env id, action kind (typed, MCP or union), whether
+    the env honours `seed` (as its capture measured it), whether it plays an offline episode
+    here, fields or tools; then the upstream envs that cannot run here."""
+    from openenvgen.catalog import entries, seeding, unavailable
     from openenvgen.pipeline import catalog_json, catalog_rows
 
     seeds = seeding()
+    known = entries()
     if json_output:
         document = catalog_json()
         for env in document["envs"]:
             seed = seeds.get(env["name"], {})
             env["seed"] = {"verdict": seed.get("verdict"), "summary": seed.get("summary", "")} if seed else None
+            env["no_episode"] = known[env["name"]].no_episode
+        document["unavailable"] = unavailable()
         typer.echo(_json(document))
         return
 
-    # Plain aligned columns: never wrapped or truncated, no trailing blanks, greppable.
-    rows = [("name", "env id", "action", "seed", "fields / tools")]
-    rows += [(name, env_id, kind, seeds.get(name, {}).get("verdict", "-"), detail) for name, env_id, kind, detail in catalog_rows()]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    # Plain aligned columns: never wrapped or truncated, no trailing blanks, greppable; the
+    # one trailing comment line names what is not in the catalog.
+    rows = [("name", "env id", "action", "seed", "episode", "fields / tools")]
+    rows += [
+        (name, env_id, kind, seeds.get(name, {}).get("verdict", "-"), "none" if known[name].no_episode else "offline", detail)
+        for name, env_id, kind, detail in catalog_rows()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     for row in rows:
-        typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[4]]))
+        typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths)), row[5]]))
+    if unavailable():
+        typer.echo(f"# cannot run here, not in the catalog: {', '.join(unavailable())} (reasons: --json)")
 
 
 _UPSTREAM_URL_HELP = "The env's live server, for one package; NAME=URL for each of several (NAME: env, package or directory name). Repeatable."
@@ -160,7 +170,7 @@ def check(
     base_url: Annotated[Optional[list[str]], typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)] = None,
     schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the README) instead of text; same exit codes.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of text; same exit codes.")] = False,
 ) -> None:
     """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
     with diffs if a generated file is stale, missing, extra or edited by hand. With
