@@ -13,6 +13,7 @@ import importlib
 import itertools
 import os
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -126,6 +127,17 @@ def mcp_pkg(mcp_server: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.support.adapters import generate_from_server
 
     return generate_from_server("echo_add", mcp_server, tmp_path_factory.mktemp("pkgs"))
+
+
+@pytest.fixture
+def token() -> Iterator[str]:
+    """A label value (TEST_LABEL) for one docker/swarm test's containers and services;
+    whatever a failing test leaves is removed."""
+    from tests.support import docker_images
+
+    value = uuid.uuid4().hex
+    yield value
+    docker_images.remove_labelled(value)
 
 
 def import_generated(spec: EnvSpec, root: Path) -> ModuleType:

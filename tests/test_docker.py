@@ -39,9 +39,8 @@ RUN = uuid.uuid4().hex
 @pytest.fixture(scope="module", autouse=True)
 def host_left_as_found() -> Iterator[None]:
     # No daemon: tests/conftest.py has skipped (or, under OPENENVGEN_REQUIRE_DOCKER=1, failed) already.
-    before = docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}")
-    yield
-    assert docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}") == before
+    with docker_images.host_left_as_found(RUN):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +51,6 @@ def image(host_left_as_found: None) -> str:
 @pytest.fixture(scope="module")
 def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
-
-
-@pytest.fixture
-def token() -> Iterator[str]:
-    """A label value for this test's containers; whatever a failing test leaves is removed."""
-    value = uuid.uuid4().hex
-    yield value
-    leftovers = docker_images.ours("container", f"{docker_images.TEST_LABEL}={value}")
-    if leftovers:
-        docker_images.docker("rm", "-f", *leftovers, check=False)
 
 
 def containers(token: str, *, running_only: bool = False) -> list[str]:

@@ -451,25 +451,6 @@ def image() -> str:
     return docker_images.env_image()
 
 
-@pytest.fixture
-def token() -> Iterator[str]:
-    """A label value for this test's containers and services; whatever a failing test leaves is removed."""
-    value = uuid.uuid4().hex
-    yield value
-    selector = f"{docker_images.TEST_LABEL}={value}"
-    services = docker_images.ours("service", selector)
-    if services:
-        docker_images.docker("service", "rm", *services, check=False)
-    containers = docker_images.ours("container", selector)
-    if containers:
-        docker_images.docker("rm", "-f", *containers, check=False)
-
-
-def _ours(token: str) -> list[str]:
-    selector = f"{docker_images.TEST_LABEL}={token}"
-    return docker_images.ours("service", selector) + docker_images.ours("container", selector)
-
-
 @pytest.mark.rollout
 @pytest.mark.docker
 def test_docker_workers_each_run_their_own_containers_none_left_after_sigkill(
@@ -489,7 +470,7 @@ def test_docker_workers_each_run_their_own_containers_none_left_after_sigkill(
         running = docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}")
         server.signal(signal.SIGKILL)
         server.process.join(60)
-        assert wait_for(lambda: _ours(token) == [], timeout=180), _ours(token)
+        assert wait_for(lambda: docker_images.labelled(token) == [], timeout=180), docker_images.labelled(token)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
     assert len(running) == 2, running
 
@@ -517,6 +498,6 @@ def test_a_swarm_service_per_worker_is_removed_when_the_env_server_stops(
         services = docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
         server.signal(signal.SIGTERM)
         server.process.join(120)
-        assert wait_for(lambda: _ours(token) == [], timeout=180), _ours(token)
+        assert wait_for(lambda: docker_images.labelled(token) == [], timeout=180), docker_images.labelled(token)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
     assert len(services) == 1, services

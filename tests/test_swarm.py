@@ -42,9 +42,8 @@ RUN = uuid.uuid4().hex
 @pytest.fixture(scope="module", autouse=True)
 def host_left_as_found() -> Iterator[None]:
     # No daemon: tests/conftest.py has skipped (or, under OPENENVGEN_REQUIRE_DOCKER=1, failed) already.
-    before = docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}")
-    yield
-    assert docker_images.host_state(f"{docker_images.RUN_LABEL}={RUN}") == before
+    with docker_images.host_left_as_found(RUN):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -56,25 +55,6 @@ def image(host_left_as_found: None) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
-
-
-@pytest.fixture
-def token() -> Iterator[str]:
-    """A label value for this test's service; whatever a failing test leaves is removed."""
-    value = uuid.uuid4().hex
-    yield value
-    selector = f"{docker_images.TEST_LABEL}={value}"
-    services = docker_images.ours("service", selector)
-    if services:
-        docker_images.docker("service", "rm", *services, check=False)
-    leftovers = docker_images.ours("container", selector)
-    if leftovers:
-        docker_images.docker("rm", "-f", *leftovers, check=False)
-
-
-def leftovers(token: str) -> list[str]:
-    selector = f"{docker_images.TEST_LABEL}={token}"
-    return docker_images.ours("service", selector) + docker_images.ours("container", selector)
 
 
 def swarm_taskset(image: str, token: str, replicas: int = 2, **extra: Any) -> dict[str, Any]:
@@ -106,7 +86,7 @@ def test_episodes_spread_over_the_replicas_and_the_service_is_removed(image: str
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 6
     assert len({url for url, _ in servers}) == 2 and running == 2, servers
     assert [capacity for _, capacity in servers] == [1, 1], servers
-    assert leftovers(token) == []
+    assert docker_images.labelled(token) == []
 
 
 def test_a_replica_that_dies_is_replaced_and_followed(image: str, guess_pkg: str, token: str) -> None:
@@ -133,7 +113,7 @@ def test_a_replica_that_dies_is_replaced_and_followed(image: str, guess_pkg: str
         episodes, before, after = asyncio.run(main())
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
     assert len(after) == 2 and len(after - before) == 1, (before, after)
-    assert leftovers(token) == []
+    assert docker_images.labelled(token) == []
 
 
 def test_no_service_left_after_an_error(image: str, guess_pkg: str, token: str) -> None:
@@ -146,7 +126,7 @@ def test_no_service_left_after_an_error(image: str, guess_pkg: str, token: str) 
 
     with pytest.raises(RuntimeError, match="boom"):
         asyncio.run(main())
-    assert leftovers(token) == []
+    assert docker_images.labelled(token) == []
 
 
 def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, token: str, tmp_path: Path) -> None:
@@ -167,7 +147,7 @@ def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, tok
         finally:
             if proc.poll() is None:
                 proc.kill()
-    assert wait_for(lambda: leftovers(token) == [], 90), leftovers(token)
+    assert wait_for(lambda: docker_images.labelled(token) == [], 90), docker_images.labelled(token)
 
 
 def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(
@@ -192,7 +172,7 @@ def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(
         with pytest.raises(LaunchError) as info:
             asyncio.run(main())
         assert docker_images.swarm_state() == "inactive"
-        assert leftovers(token) == []
+        assert docker_images.labelled(token) == []
     assert str(info.value) == (
         "use_swarm: this Docker engine is not part of a swarm (state: inactive); "
         "run `docker swarm init` (or `docker swarm join` to a manager) first"

@@ -205,6 +205,24 @@ def ours(kind: str, label: str) -> list[str]:
     return out.split()
 
 
+def labelled(token: str) -> list[str]:
+    """IDs of the services and containers carrying one test's label value (TEST_LABEL)."""
+    selector = f"{TEST_LABEL}={token}"
+    return ours("service", selector) + ours("container", selector)
+
+
+def remove_labelled(token: str) -> None:
+    """Remove whatever carries one test's label value: services first (their tasks'
+    containers go with them), then any container left."""
+    selector = f"{TEST_LABEL}={token}"
+    services = ours("service", selector)
+    if services:
+        docker("service", "rm", *services, check=False)
+    containers = ours("container", selector)
+    if containers:
+        docker("rm", "-f", *containers, check=False)
+
+
 def swarm_state() -> str:
     return docker("info", "--format", "{{.Swarm.LocalNodeState}}", check=False).stdout.strip()
 
@@ -245,6 +263,16 @@ def host_state(label: str) -> dict[str, object]:
         "containers": sorted(ours("container", label)),
         "services": sorted(ours("service", label)),
     }
+
+
+@contextmanager
+def host_left_as_found(run: str) -> Iterator[None]:
+    """Assert that the block leaves the daemon as it found it (host_state, with the module's
+    run label value `run`)."""
+    label = f"{RUN_LABEL}={run}"
+    before = host_state(label)
+    yield
+    assert host_state(label) == before
 
 
 @contextmanager
