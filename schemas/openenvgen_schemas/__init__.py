@@ -1,10 +1,19 @@
-"""openenvgen-schemas: how openenv-gen compares JSON schemas, shared by the generator
-(`check`, `check --upstream`, `regen`) and the runtime (its drift guard at pool start).
+"""openenvgen-schemas: what the generator (`openenvgen`) and the runtime (`openenvgen_runtime`) both
+need, so neither pulls in the other's dependencies: the schema normalisation and model diff
+(`check`, `check --upstream`, `regen`, and the runtime's drift guard at pool start), and the
+server wire helpers (reading `/health`, `/schema` and `tools/list`, stopping a server's
+process group). The lowest layer: it imports none of the two, and only httpx besides the
+standard library.
 
-Layers (each module imports only modules of layers left of its own): normalise < modeldiff
+Layers: normalise, wire, processes < changes, docstrings < compatibility < modeldiff
+(each module imports only modules of layers left of its own)
 
-Pure and dependency-free, so neither side pulls in the other's dependencies:
-`normalise` (the normalisation under which two schemas are equal) and `modeldiff` (the
-model-level diff of two specs or two live interfaces, each change with a path and a
-semver impact).
+- `normalise`: the normalisation under which two schemas are equal (and a union's members).
+- `changes`: a diff's result, each `Change` with a path and a semver impact, and `bump`.
+- `docstrings`: a tool's docstring read as FastMCP renders it (summary, documented arguments).
+- `compatibility`: `diff_schemas`, whether a JSON schema's change breaks its inputs' senders
+  or its outputs' readers.
+- `modeldiff`: the diff of two specs or two live interfaces (`diff_specs`, `is_mcp_action`).
+- `wire`: what a server says over HTTP, strictly parsed and size-bounded; `wait_healthy`.
+- `processes`: stopping a server's process group; finding `uv`.
 """

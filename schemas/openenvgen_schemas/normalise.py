@@ -9,8 +9,9 @@ Two schemas are "equal after normalisation" when they match once
   model's description becomes its class docstring, which re-indents, expands tabs and
   trims (an empty one is no description),
 - `additionalProperties: true` is dropped: it is JSON Schema's default,
-- a one-value `enum` is written as the equivalent `const`; a `type` beside a `const` of
-  that very JSON type, and an empty `required`, are dropped (they add nothing); a closed
+- a one-value `enum` is written as the equivalent `const`; a `type` beside a `const`
+  that is the one Pydantic writes for that value (`pydantic_type_keyword`: by Python type,
+  so `1.0` is a "number"), and an empty `required`, are dropped (they add nothing); a closed
   object with no properties is written `maxProperties: 0` (both accept only `{}`) and an
   open one drops its empty `properties`, and
 - in a `pattern`, a backslash before a quote character is dropped: datamodel-code-generator
@@ -32,12 +33,20 @@ from typing import Any
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+_SCHEMA_VALUES = (
+    "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
+    "additionalItems", "unevaluatedItems", "unevaluatedProperties",
+)
+
+
+def collapse_whitespace(text: str) -> str:
+    """`text` with every run of whitespace made one space and none at either end."""
+    return " ".join(text.split())
 
 
 def inline_refs(schema: dict[str, Any], *, max_depth: int = 256) -> dict[str, Any]:
-    """`schema` with local refs replaced by their targets and `$defs` removed. A recursive
-    reference (a model that contains itself) stays a marker, `{"$recursive": NAME}`."""
+    """`schema` with local refs replaced by their targets and `$defs` removed."""
+    # A recursive reference (a model that contains itself) stays a marker, `{"$recursive": NAME}`.
     defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
 
     def resolve(node: Any, depth: int, expanding: frozenset[str]) -> Any:
@@ -62,6 +71,7 @@ def inline_refs(schema: dict[str, Any], *, max_depth: int = 256) -> dict[str, An
 
 
 def drop_titles(node: Any) -> Any:
+    """`node` with every rule of this module's docstring except `$ref` inlining applied."""
     if not isinstance(node, dict):
         return node
     if node.get("properties") == {} and not node.get("required"):
@@ -86,13 +96,13 @@ def drop_titles(node: Any) -> Any:
             out[key] = {"propertyName": value["propertyName"]}
             continue
         if key == "description" and isinstance(value, str):
-            cleaned = " ".join(value.split())
+            cleaned = collapse_whitespace(value)
             if cleaned:  # an empty docstring is no docstring
                 out[key] = cleaned
             continue
         if (key == "additionalProperties" and value is True) or (key == "required" and value == []):
             continue
-        if key == "type" and "const" in node and value == _json_type(node["const"]):
+        if key == "type" and "const" in node and value == pydantic_type_keyword(node["const"]):
             continue
         if key == "pattern" and isinstance(value, str):
             out[key] = re.sub(r"\\(['\"])", r"\1", value)
@@ -108,7 +118,10 @@ def drop_titles(node: Any) -> Any:
     return out
 
 
-def _json_type(value: Any) -> str | None:
+def pydantic_type_keyword(value: Any) -> str | None:
+    """The `type` Pydantic writes beside a `const` of `value`: its Python type's, so `1.0` is "number"."""
+    # Pydantic picks the keyword from the Python type (`Literal[1.0]` → `"type": "number"`), so
+    # a `type` is recognised as the redundant one it wrote only when it is exactly this one.
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -119,6 +132,7 @@ def _json_type(value: Any) -> str | None:
 
 
 def _drop_factory_defaults(ours: Any, server: Any) -> Any:
+    """`ours` without each `default` the server's schema lacks at the same place."""
     if not isinstance(ours, dict) or not isinstance(server, dict):
         return ours
     out = {}
@@ -165,8 +179,8 @@ def union_branches(schema: Any) -> list[Any] | None:
 
 
 def discriminator_property(schema: dict[str, Any], members: list[dict[str, Any]]) -> str | None:
-    """The property telling a union's members apart: the schema's `discriminator`, else the
-    one property every member fixes to a distinct `const` (Pydantic's tagged unions)."""
+    """The property telling a union's members apart: its `discriminator`, else one all fix to distinct consts."""
+    # The latter is how a Pydantic tagged union tells them apart when no `discriminator` is written.
     named = schema.get("discriminator")
     if isinstance(named, dict) and isinstance(named.get("propertyName"), str):
         return named["propertyName"]
@@ -194,8 +208,8 @@ def tag_value(prop: Any) -> Any:
 
 
 def union_members(schema: dict[str, Any]) -> list[UnionMember] | None:
-    """The members of a union action schema, keyed so two versions can be paired; None when
-    the schema is not a union. A member's `$ref` (chain) is followed to its target."""
+    """The members of a union action schema, keyed so two versions pair up; None for no union."""
+    # A member's `$ref` (chain) is followed to its target.
     branches = union_branches(schema)
     if branches is None:
         return None
@@ -223,6 +237,7 @@ def union_members(schema: dict[str, Any]) -> list[UnionMember] | None:
 
 
 def normalise(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with local `$ref`s inlined and every other rule of this module's docstring applied."""
     return drop_titles(inline_refs(schema))
 
 

@@ -1,0 +1,251 @@
+"""What an OpenEnv server says over HTTP, read one way by the generator and the runtime.
+
+`/health`, `/schema` and, for MCP envs, `tools/list` on `/mcp`: the generator reads them to
+make a package (`sources`), the catalog's capture to record an env, the runtime's pool to
+check a server against its package. Each reply is read with a size bound and strict JSON
+(no NaN or Infinity: they are not JSON and would become bad Python), and every failure is
+one `WireError` whose message names the URL; callers turn it into their own error type.
+Sync (`httpx.Client`) and async (`httpx.AsyncClient`) forms share the request, the bound
+and the parsing; only the I/O differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+"""A reply larger than this is refused: the server is somebody else's."""
+INTERFACE_PARTS = ("action", "observation", "reset_observation")
+"""The parts of `/schema` a package is generated from (`state` never is)."""
+TOOLS_LIST = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}
+"""The MCP JSON-RPC request that lists an env's tools."""
+HEALTH_TIMEOUT = 5.0
+"""Seconds one `/health` request may take; a loaded server answers well within it."""
+
+Problem = Literal["http", "too_large", "timeout", "transport", "not_json", "non_standard_json", "too_deep", "shape"]
+
+
+class WireError(Exception):
+    """A server's reply that cannot be used; `problem` says which kind, the message says where."""
+
+    def __init__(self, message: str, problem: Problem) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+class NonStandardJSON(ValueError):
+    """NaN, Infinity or -Infinity where JSON has only finite numbers."""
+
+
+def _reject_constant(name: str) -> Any:
+    """`json.loads`'s hook for NaN and the infinities: refuse them."""
+    raise NonStandardJSON(name)
+
+
+def strict_json(text: str | bytes) -> Any:
+    """`json.loads` without NaN/Infinity."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def parse_reply(url: str, body: bytes) -> Any:
+    """A reply body as strict JSON, or a WireError naming what is wrong with it."""
+    try:
+        return strict_json(body)
+    except NonStandardJSON as e:
+        raise WireError(f"{url}: not valid JSON ({e} is not a JSON number)", "non_standard_json") from None
+    except RecursionError:
+        raise WireError(f"{url}: JSON nested too deeply", "too_deep") from None
+    except ValueError:
+        raise WireError(f"{url}: not JSON (is this an OpenEnv server?)", "not_json") from None
+
+
+def _transport_error(url: str, error: httpx.HTTPError, timeout: Any) -> WireError:
+    """`timeout` is the request's (`timeout=` if given, else the client's): a number, None or httpx.Timeout."""
+    if isinstance(error, httpx.TimeoutException):
+        seconds = timeout.read if isinstance(timeout, httpx.Timeout) else timeout
+        return WireError(f"{url}: timed out after {seconds or 0:g}s", "timeout")
+    return WireError(f"{url}: {type(error).__name__}: {error}", "transport")
+
+
+def _check_status(url: str, status: int) -> None:
+    """Refuse an HTTP error status."""
+    if status >= 400:
+        raise WireError(f"{url}: HTTP {status}", "http")
+
+
+def _too_large(url: str) -> WireError:
+    """The error for a reply over `MAX_REPLY_BYTES`."""
+    return WireError(f"{url}: response larger than {MAX_REPLY_BYTES} bytes", "too_large")
+
+
+def get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any:
+    """One request's JSON reply, read with the size bound."""
+    try:
+        with client.stream(method, url, **kwargs) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY_BYTES:
+                    raise _too_large(url)
+            _check_status(url, response.status_code)
+    except httpx.HTTPError as e:
+        raise _transport_error(url, e, kwargs.get("timeout", client.timeout)) from None
+    return parse_reply(url, bytes(body))
+
+
+async def get_json_async(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:
+    """`get_json` on an async client."""
+    try:
+        async with client.stream(method, url, **kwargs) as response:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY_BYTES:
+                    raise _too_large(url)
+            _check_status(url, response.status_code)
+    except httpx.HTTPError as e:
+        raise _transport_error(url, e, kwargs.get("timeout", client.timeout)) from None
+    return parse_reply(url, bytes(body))
+
+
+def interface_schemas(url: str, schema: Any) -> dict[str, Any]:
+    """The parts of a `/schema` reply a package is generated from (reset_observation where served)."""
+    if not isinstance(schema, dict) or not {"action", "observation"} <= schema.keys():
+        raise WireError(f"{url}: no action/observation schemas (is this an OpenEnv server?)", "shape")
+    return {part: schema[part] for part in INTERFACE_PARTS if part in schema}
+
+
+def tools_of(url: str, reply: Any) -> list[dict[str, Any]]:
+    """The tool list of a `tools/list` reply (each tool a JSON object)."""
+    result = reply.get("result") if isinstance(reply, dict) else None
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        error = reply.get("error") if isinstance(reply, dict) else None
+        if isinstance(error, dict) and "message" in error:  # a JSON-RPC error says why
+            raise WireError(f"{url}: tools/list failed: {error['message']}", "shape")
+        raise WireError(f"{url}: tools/list returned no tool list", "shape")
+    return tools
+
+
+@dataclass(frozen=True)
+class Interface:
+    """What a server serves: its `/schema` parts and, for an MCP env, its tools."""
+
+    schema: dict[str, Any]
+    tools: list[dict[str, Any]] | None
+
+
+def read_interface(client: httpx.Client, base_url: str, *, mcp: Callable[[dict[str, Any]], bool]) -> Interface:
+    """`/schema`, and the tool list when `mcp(action schema)` says the env is an MCP env."""
+    schema = interface_schemas(f"{base_url}/schema", get_json(client, "GET", f"{base_url}/schema"))
+    tools = None
+    # An action schema that is no JSON object is no MCP env's; the spec check refuses it later.
+    if isinstance(schema["action"], dict) and mcp(schema["action"]):
+        tools = tools_of(f"{base_url}/mcp", get_json(client, "POST", f"{base_url}/mcp", json=TOOLS_LIST))
+    return Interface(schema, tools)
+
+
+async def read_interface_async(
+    client: httpx.AsyncClient, base_url: str, *, mcp: Callable[[dict[str, Any]], bool]
+) -> Interface:
+    """`read_interface` on an async client."""
+    url = f"{base_url}/schema"
+    schema = interface_schemas(url, await get_json_async(client, "GET", url))
+    tools = None
+    if isinstance(schema["action"], dict) and mcp(schema["action"]):
+        reply = await get_json_async(client, "POST", f"{base_url}/mcp", json=TOOLS_LIST)
+        tools = tools_of(f"{base_url}/mcp", reply)
+    return Interface(schema, tools)
+
+
+# --- health --------------------------------------------------------------------------------
+
+
+def _health_problem(response: httpx.Response | None, error: httpx.HTTPError | None, timeout: float) -> str | None:
+    """Why a `/health` request's response or error means not healthy; None for a 200."""
+    if isinstance(error, httpx.ConnectError):
+        return "connection refused"
+    if isinstance(error, httpx.TimeoutException):
+        return f"/health did not answer within {timeout:g}s"
+    if error is not None:
+        return f"{type(error).__name__}: {error}".rstrip(": ")
+    assert response is not None
+    return None if response.status_code == 200 else f"/health answered HTTP {response.status_code}"
+
+
+def health(client: httpx.Client, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
+    """None when `url` answers `/health` with 200; otherwise why not, in a few words."""
+    try:
+        # Streamed and never read: only the status counts, however large the body.
+        with client.stream("GET", f"{url}/health", timeout=timeout) as response:
+            return _health_problem(response, None, timeout)
+    except httpx.HTTPError as e:
+        return _health_problem(None, e, timeout)
+
+
+async def health_async(client: httpx.AsyncClient, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
+    """`health` on an async client."""
+    try:
+        async with client.stream("GET", f"{url}/health", timeout=timeout) as response:
+            return _health_problem(response, None, timeout)
+    except httpx.HTTPError as e:
+        return _health_problem(None, e, timeout)
+
+
+class NotHealthy(Exception):
+    """A server that exited, or did not answer `/health` in time, while starting."""
+
+    def __init__(self, reason: str, exit_code: int | None = None) -> None:
+        super().__init__(reason)
+        self.exit_code = exit_code
+
+
+def wait_healthy(
+    url: str,
+    timeout: float,
+    *,
+    exited: Callable[[], int | None] = lambda: None,
+    interval: float = 0.5,
+) -> None:
+    """Return once `url` answers `/health` with 200; NotHealthy if `exited()` gives an exit code or time runs out."""
+    deadline = time.monotonic() + timeout
+    with httpx.Client() as client:
+        while True:
+            code = exited()
+            if code is not None:
+                raise NotHealthy(f"server exited with code {code} while starting", code)
+            problem = health(client, url, timeout=min(HEALTH_TIMEOUT, max(0.1, deadline - time.monotonic())))
+            if problem is None:
+                return
+            if time.monotonic() > deadline:
+                raise NotHealthy(f"server not ready after {timeout:g}s at {url} ({problem})")
+            time.sleep(interval)
+
+
+async def wait_healthy_async(
+    client: httpx.AsyncClient,
+    url: str,
+    timeout: float,
+    *,
+    exited: Callable[[], int | None] = lambda: None,
+    interval: float = 0.2,
+) -> None:
+    """`wait_healthy` on an async client; `exited` runs in a thread (it may ask Docker)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = await asyncio.to_thread(exited)
+        if code is not None:
+            raise NotHealthy(f"server exited with code {code} while starting", code)
+        problem = await health_async(client, url, timeout=min(HEALTH_TIMEOUT, max(0.1, deadline - time.monotonic())))
+        if problem is None:
+            return
+        if time.monotonic() > deadline:
+            raise NotHealthy(f"server not ready after {timeout:g}s at {url} ({problem})")
+        await asyncio.sleep(interval)
