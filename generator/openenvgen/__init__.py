@@ -1,6 +1,15 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers (each module imports only modules of layers left of its own): errors, seeding, verdicts < corpus < spec, capture < catalog, codegen, sources < render < checking < publish, writer < regen < pipeline < cli
+Layers: errors < spec < sources < catalog < build < lifecycle < cli
+(each subpackage or top-level module imports only from the layers left of its own)
+
+- `errors`: the failures the CLI reports, each with its exit code;
+- `spec`: `EnvSpec`, the one frozen model of an env every later step reads;
+- `sources`: where a live env's schema is read from (a server, a schema file, an env project);
+- `catalog`: the embedded envs, captured from upstream, and what the captures measured;
+- `build`: spec → models → files → an atomic write with a lock, and reading a package back;
+- `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
+- `cli`: the `openenv-gen` command, a thin typer layer over the rest.
 
 Flow, one direction only: a schema source (embedded catalog, live server or schema file)
 → one frozen `EnvSpec` → codegen + render (pure: spec in, `{path: text}` out) → atomic

@@ -97,12 +97,12 @@ def generate(
     project: Annotated[Optional[Path], typer.Option("--project", metavar="DIR", help="An OpenEnv env project (its pyproject.toml and openenv.yaml): start it with the UV provider, serving the manifest's app, generate from it, stop it.")] = None,
 ) -> None:
     """Generate a package from the catalog, a live server, a schema file or an env project."""
-    from openenvgen.pipeline import generate_package
+    from openenvgen.build.package import generate_package
 
     if project is not None:
         if base_url or schema_file:
             raise UsageError("pass one of --project, --base-url, --schema-file")
-        from openenvgen.capture import project_env, project_name, serving_project
+        from openenvgen.sources.project import project_env, project_name, serving_project
 
         env = project_env(project)
         typer.echo(f"starting {env.path} (uv run --project {env.path} -- uvicorn {env.app}) ...")
@@ -117,7 +117,7 @@ def generate(
             name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
             scaffold=not no_scaffold,
         )
-    from openenvgen.pipeline import next_steps
+    from openenvgen.build.package import next_steps
 
     typer.echo(f"wrote {written}")
     typer.echo(next_steps(written))
@@ -130,8 +130,8 @@ def list_envs(
     """Show the embedded catalog: name, env id, action kind (typed, MCP or union), whether
     the env honours `seed` (as its capture measured it), whether it plays an offline episode
     here, fields or tools; then the upstream envs that cannot run here."""
-    from openenvgen.catalog import entries, seeding, unavailable
-    from openenvgen.pipeline import catalog_json, catalog_rows
+    from openenvgen.catalog.listing import catalog_json, catalog_rows
+    from openenvgen.catalog.reader import entries, seeding, unavailable
 
     seeds = seeding()
     known = entries()
@@ -175,19 +175,20 @@ def check(
     """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
     with diffs if a generated file is stale, missing, extra or edited by hand. With
     --upstream, exit 2 if the environment's schema has drifted from the lock."""
-    from openenvgen.checking import check_packages, resolve_targets
+    from openenvgen.build.on_disk import resolve_targets
+    from openenvgen.lifecycle.check import check_packages
 
     roots = resolve_targets(paths)
     if not roots and not paths:
         raise UsageError("no generated packages (directories with openenv-gen.lock) under the current directory")
     upstreams = None
     if upstream or base_url or schema_file:
-        from openenvgen.regen import upstream_sources
+        from openenvgen.lifecycle.upstream import upstream_sources
 
         upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout)
     if json_output:
-        from openenvgen.checking import check_json
-        from openenvgen.regen import compare_upstream
+        from openenvgen.lifecycle.check import check_json
+        from openenvgen.lifecycle.upstream import compare_upstream
 
         report = check_json(roots, compare_upstream(roots, upstreams) if upstreams is not None else None)
         typer.echo(_json(report))
@@ -195,7 +196,7 @@ def check(
     stale = check_packages(roots, echo=typer.echo)
     drift = False
     if upstreams is not None:
-        from openenvgen.regen import check_upstream
+        from openenvgen.lifecycle.upstream import check_upstream
 
         drift = check_upstream(roots, upstreams, echo=typer.echo)
     raise typer.Exit(2 if drift else 1 if stale else 0)
@@ -212,8 +213,9 @@ def regen(
 ) -> None:
     """Regenerate packages; bump each version by the impact of its model changes
     (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept."""
-    from openenvgen.checking import find_packages, resolve_targets
-    from openenvgen.regen import regen_package, upstream_sources
+    from openenvgen.build.on_disk import find_packages, resolve_targets
+    from openenvgen.lifecycle.regen import regen_package
+    from openenvgen.lifecycle.upstream import upstream_sources
 
     if all_ == bool(paths):
         raise UsageError("pass package paths or --all (not both)")
@@ -241,7 +243,7 @@ def publish(
     no_build_isolation: Annotated[bool, typer.Option("--no-build-isolation", help="Build with this environment's hatchling (offline).")] = False,
 ) -> None:
     """Check, build (sdist + wheel), `twine check` and upload packages; files already on the index are skipped."""
-    from openenvgen.publish import publish_packages
+    from openenvgen.lifecycle.publish import publish_packages
 
     publish_packages(
         paths, repository_url=repository_url, repository=repository, index_url=index_url,
@@ -263,11 +265,11 @@ def capture(
     """Start each env of an OpenEnv checkout as the UV provider does (its own uv.lock) and
     record /health, /metadata, /schema, its MCP tools, a reset and the catalog's episode;
     then whether it honours `seed` (two resets with one seed, one with another) and what
-    its server does with actions sampled from its schema (validation verdicts). An env's
+    its server does with actions sampled from its schema (validation rulings). An env's
     catalog entry may say how uv must run it here (`capture = { python, with, overrides }`,
     see catalog.toml). Envs that fail are listed with their reason in capture.json; exit 1
     if one named with --only failed, or if none could be captured."""
-    from openenvgen.capture import check_captured, parse_interpreters, run_capture
+    from openenvgen.catalog.capture import check_captured, parse_interpreters, run_capture
 
     interpreters = parse_interpreters(python or [])
     index = run_capture(

@@ -1,7 +1,7 @@
 """The one frozen model everything downstream of a schema source consumes.
 
-A source (catalog snapshot, live server, schema file) produces a `Capture`: what the
-server said, untouched. `build_spec` checks it and combines it with the env's defaults
+A source (catalog snapshot, live server, schema file) produces a `ServerInterface`: what
+the server said, untouched. `build_spec` checks it and combines it with the env's defaults
 into an `EnvSpec`. Codegen and rendering read only the `EnvSpec`; the package's
 `snapshot.json` is the `EnvSpec` itself, so a package can be re-rendered from it alone.
 """
@@ -73,7 +73,7 @@ class EnvDefaults(Frozen):
     """A valid action shown in the package README."""
     seed_verdict: str | None = None
     """Whether the env honours `seed`, as `openenv-gen capture` measured it: reproducible,
-    deterministic, not_reproducible or unmeasured (see openenvgen/seeding.py); None: never measured."""
+    deterministic, not_reproducible or unmeasured (see openenvgen/catalog/seed_check.py); None: never measured."""
     seed_evidence: str = ""
     """One line on what the verdict rests on (the measured sessions, where they differed)."""
 
@@ -134,11 +134,10 @@ class EnvSpec(Frozen):
 
 
 def validate_name(value: str) -> str:
+    """`value` when it is a valid env name (a Python identifier in lowercase); else a ValueError."""
     if not _NAME_RE.match(value) or keyword.iskeyword(value):
-        raise ValueError(
-            f"env name {value!r} must be lowercase letters, digits and underscores, "
-            "starting with a letter"
-        )
+        rule = "lowercase letters, digits and underscores, starting with a letter"
+        raise ValueError(f"env name {value!r} must be {rule}")
     return value
 
 
@@ -163,37 +162,39 @@ def schema_digest(
 
 
 def default_package_name(name: str) -> str:
-    # `<name>-openenv`: never `openenv-*` (OpenEnv's AutoEnv would claim it) and never
-    # a verifiers built-in id.
+    """`<name>-openenv`: never `openenv-*` (OpenEnv's AutoEnv would claim it) nor a verifiers built-in id."""
     return f"{name.replace('_', '-')}-openenv"
 
 
-class Capture(Frozen):
-    """What a server said, before any checking: `/schema`, `/metadata`, tool list."""
+class ServerInterface(Frozen, populate_by_name=True):
+    """What a server said, unchecked: `/schema`, `/metadata`, tool list (a catalog snapshot keeps one)."""
 
     schema_: dict[str, Any] = Field(alias="schema")
     metadata: dict[str, Any] = Field(default_factory=dict)
     tools: tuple[dict[str, Any], ...] | None = None
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-
-def _check_object_schema(schema: Any, what: str) -> dict[str, Any]:
+def _checked_object(schema: Any, what: str) -> dict[str, Any]:
+    """An object schema within the bounds, its `$ref`s all local and resolved."""
     if not isinstance(schema, dict):
         raise SchemaError(f"{what} schema is not a JSON object")
     if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
         raise SchemaError(f"{what} schema is not an object schema with properties")
+    _check_bounds(schema, what)
+    _check_refs(schema, what)
     return schema
 
 
-def _check_action_schema(schema: Any) -> dict[str, Any]:
-    """One object schema, or a union of object schemas (see `_check_union`)."""
+def _checked_action(schema: Any) -> dict[str, Any]:
+    """One object schema, or a union of object schemas (see `_check_union`), within the bounds."""
     if not isinstance(schema, dict):
         raise SchemaError("action schema is not a JSON object")
+    # Bounds and refs first: the union checks walk the schema.
+    _check_bounds(schema, "action")
+    _check_refs(schema, "action")
     if union_branches(schema) is not None:
         _check_union(schema)
-        return schema
-    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
+    elif schema.get("type") != "object" or not isinstance(schema.get("properties", {}), dict):
         raise SchemaError("action schema is not an object schema with properties, nor a oneOf/anyOf of object schemas")
     return schema
 
@@ -325,9 +326,7 @@ def _tool(raw: Any) -> ToolSpec:
         raise SchemaError("tool list entry has no string 'name'")
     # POST /mcp tools/list says inputSchema; the WebSocket list_tools step says input_schema.
     schema = raw.get("input_schema", raw.get("inputSchema", {"type": "object"}))
-    _check_object_schema(schema, f"tool {raw['name']!r} input")
-    _check_bounds(schema, f"tool {raw['name']!r} input")
-    _check_refs(schema, f"tool {raw['name']!r} input")
+    _checked_object(schema, f"tool {raw['name']!r} input")
     description = raw.get("description") or ""
     if not isinstance(description, str):
         raise SchemaError(f"tool {raw['name']!r} description is not a string")
@@ -344,43 +343,34 @@ def _metadata(raw: dict[str, Any]) -> EnvMetadata:
 
 
 def build_spec(
-    capture: Capture,
+    interface: ServerInterface,
     *,
     name: str,
     env_id: str,
     package: str | None = None,
     defaults: EnvDefaults | None = None,
 ) -> EnvSpec:
-    """Check a capture and combine it with the env's defaults into the frozen spec."""
+    """Check a server interface and combine it with the env's defaults into the frozen spec."""
     try:
         validate_name(name)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if env_id is not None and not _ENV_ID_RE.match(env_id):
         raise UsageError(f"env id {env_id[:100]!r} must look like owner/name (letters, digits, . _ -)")
-    schema = capture.schema_
-    size = len(canonical_json({"schema": schema, "tools": capture.tools}).encode())
+    schema = interface.schema_
+    size = len(canonical_json({"schema": schema, "tools": interface.tools}).encode())
     if size > MAX_SCHEMA_BYTES:
         raise SchemaError(f"schema and tool list are {size} bytes (limit {MAX_SCHEMA_BYTES})")
-    action = schema.get("action")
-    if isinstance(action, dict):
-        # Bounds and refs first: the union checks walk the schema.
-        _check_bounds(action, "action")
-        _check_refs(action, "action")
-    action = _check_action_schema(action)
-    observation = _check_object_schema(schema.get("observation"), "observation")
-    _check_bounds(observation, "observation")
-    _check_refs(observation, "observation")
+    action = _checked_action(schema.get("action"))
+    observation = _checked_object(schema.get("observation"), "observation")
     reset_observation = schema.get("reset_observation")
     if reset_observation is not None:
-        reset_observation = _check_object_schema(reset_observation, "reset observation")
-        _check_bounds(reset_observation, "reset observation")
-        _check_refs(reset_observation, "reset observation")
+        reset_observation = _checked_object(reset_observation, "reset observation")
     tools: tuple[ToolSpec, ...] | None = None
     if is_mcp_action(action):
-        if capture.tools is None:
+        if interface.tools is None:
             raise SchemaError("MCP env (action type 'call_tool') but no tool list was captured")
-        tools = tuple(_tool(t) for t in capture.tools)
+        tools = tuple(_tool(t) for t in interface.tools)
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             raise SchemaError("tool list names the same tool twice")
@@ -391,16 +381,14 @@ def build_spec(
         raise UsageError(f"package name {package[:100]!r} must be lowercase letters and digits separated by dashes")
     module = package.replace("-", "_").lower()
     if package.lower().startswith("openenv-") or module in VERIFIERS_BUILTIN_IDS:
-        raise UsageError(
-            f"package name {package!r} is reserved (openenv-* is claimed by OpenEnv's "
-            "AutoEnv; verifiers' built-in ids shadow packages)"
-        )
+        why = "openenv-* is claimed by OpenEnv's AutoEnv; verifiers' built-in ids shadow packages"
+        raise UsageError(f"package name {package!r} is reserved ({why})")
     try:
         return EnvSpec(
             name=name,
             env_id=env_id,
             package=package,
-            metadata=_metadata(capture.metadata),
+            metadata=_metadata(interface.metadata),
             action_schema=action,
             observation_schema=observation,
             reset_observation_schema=reset_observation,

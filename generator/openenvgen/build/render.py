@@ -18,20 +18,24 @@ from typing import Any
 
 from openenvgen_schemas.normalise import union_members
 
-from openenvgen.codegen import HEADER, Models, generate_models
-from openenvgen.spec import SPEC_FORMAT, EnvSpec, canonical_json
+from openenvgen.build.codegen import HEADER, HEADER_TEXT, Models, generate_models
+from openenvgen.spec import SPEC_FORMAT, EnvSpec
 
 LOCK_FILE = "openenv-gen.lock"
-RUNTIME_REQUIREMENT = "openenvgen-runtime>=0.1.0,<0.2"
+RUNTIME_DISTRIBUTION = "openenvgen-runtime"
+"""The distribution every generated package depends on (runtime/)."""
+RUNTIME_REQUIREMENT = f"{RUNTIME_DISTRIBUTION}>=0.1.0,<0.2"
+"""What a generated package requires of it; `publish` refuses a runtime version outside it."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def templates_dir() -> Path:
+    """The templates/ folder: packaged inside openenvgen, or at the root of a checkout."""
     packaged = Path(str(resources.files("openenvgen"))) / "templates"
     if packaged.is_dir():
         return packaged
     # Editable install / source checkout: templates/ sits at the repository root.
-    return Path(__file__).resolve().parents[2] / "templates"
+    return Path(__file__).resolve().parents[3] / "templates"  # generator/openenvgen/build/render.py
 
 
 def _py(value: Any) -> str:
@@ -75,7 +79,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
+def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
     """Every file of the package except the lock, keyed by POSIX path relative to its root."""
     models = models or generate_models(spec)
     env = _environment()
@@ -99,7 +103,7 @@ def package_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]
         f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
         f"{m}/models.py": models.source,
         f"{m}/py.typed": f"{HEADER}\n",
-        f"{m}/snapshot.json": snapshot_text(spec),
+        f"{m}/snapshot.json": render_snapshot(spec),
     }
     return files
 
@@ -120,19 +124,22 @@ def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:
     return rows
 
 
-def snapshot_text(spec: EnvSpec) -> str:
+def render_snapshot(spec: EnvSpec) -> str:
+    """The package's `snapshot.json`: the spec it was generated from, with the header."""
     # JSON has no comments: the header travels as the first key.
-    body = {"_generated": HEADER.removeprefix("# "), **spec.snapshot()}
+    body = {"_generated": HEADER_TEXT, **spec.snapshot()}
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
 def sha256_text(text: str) -> str:
+    """The hex sha256 of a text's UTF-8 bytes, as the lock records each file."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def lock_text(spec: EnvSpec, files: dict[str, str]) -> str:
+    """The `openenv-gen.lock`: the spec's identity and the sha256 of every generated file."""
     lock = {
-        "_generated": HEADER.removeprefix("# "),
+        "_generated": HEADER_TEXT,
         "format": SPEC_FORMAT,
         "package": spec.package,
         "env_id": spec.env_id,
@@ -144,15 +151,14 @@ def lock_text(spec: EnvSpec, files: dict[str, str]) -> str:
 
 def render_package(spec: EnvSpec) -> dict[str, str]:
     """The whole package tree, lock included."""
-    files = package_files(spec)
+    files = render_files(spec)
     files[LOCK_FILE] = lock_text(spec, files)
     return dict(sorted(files.items()))
 
 
 def spec_from_snapshot(text: str) -> EnvSpec:
+    """The EnvSpec a `snapshot.json` text holds (its header key dropped)."""
     data = json.loads(text)
     data.pop("_generated", None)
     return EnvSpec.model_validate(data)
 
-
-__all__ = ["LOCK_FILE", "render_package", "spec_from_snapshot", "canonical_json"]

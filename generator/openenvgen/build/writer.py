@@ -4,7 +4,7 @@ The tree is written to a sibling temporary directory and swapped in with renames
 interrupted or failed run leaves an existing package byte-identical. Files in an
 existing package that its lock does not list are the user's: they are carried over.
 A marked file (README.md) keeps the user's text outside its generated markers
-(`checking.merge_marked`); `user_updates` edit user-owned files (regen's CHANGELOG entry)
+(`marked.merge_marked`); `user_updates` edit user-owned files (regen's CHANGELOG entry)
 and `scaffold` fills a new package's user-owned files, inside the same atomic swap.
 """
 
@@ -17,8 +17,9 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
+from openenvgen.build.render import LOCK_FILE, sha256_text
 from openenvgen.errors import OutputError
-from openenvgen.render import LOCK_FILE
 
 
 def _locked_files(root: Path) -> set[str] | None:
@@ -55,9 +56,6 @@ def _user_files(root: Path, generated: set[str]) -> list[str]:
 
 def _merge_marked(out: Path, files: dict[str, str]) -> dict[str, str]:
     """Keep the user's text outside the generated markers of README.md and the like."""
-    from openenvgen.checking import MARKED_FILES, MarkerError, merge_marked
-    from openenvgen.render import sha256_text
-
     merged = dict(files)
     for rel in MARKED_FILES & files.keys():
         path = out / rel
@@ -81,6 +79,7 @@ def write_tree(
     user_updates: Mapping[str, Callable[[str | None], str]] | None = None,
     scaffold: Callable[[Path], None] | None = None,
 ) -> None:
+    """Write a rendered package to `out` in one swap, keeping the user's files and marked text."""
     out = out.resolve()
     generated = check_target(out)
     if out.exists():

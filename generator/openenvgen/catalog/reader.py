@@ -1,7 +1,7 @@
 """The embedded catalog: known envs, their defaults and their schema snapshots.
 
-Per-env knowledge lives in `data/catalog.toml` (readable, reviewable); the code
-here only reads it.
+Per-env knowledge lives in `data/catalog.toml` (readable, reviewable); this module is the
+one reader of it (and of `data/seeding.json`), for the generator and the capture alike.
 """
 
 from __future__ import annotations
@@ -10,39 +10,63 @@ import json
 import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from openenvgen.errors import UsageError
-from openenvgen.spec import Capture, EnvDefaults
+from openenvgen.spec import EnvDefaults, ServerInterface
 
-_CATALOG = resources.files("openenvgen") / "data"
+DATA = Path(__file__).parent / "data"
+"""The embedded catalog: catalog.toml, seeding.json and snapshots/<name>.json."""
+CATALOG_TOML = DATA / "catalog.toml"
+SEEDING_FILE = "seeding.json"
+"""Per catalog entry: whether its env honours `seed` (verdict, summary, evidence)."""
 
 
 @dataclass(frozen=True)
 class CatalogEntry:
     name: str
     env_id: str
-    corpus: str
+    env_folder: str
+    """The upstream env folder (`envs/<env_folder>`) the entry is captured from; its
+    capture is the folder of that name."""
     defaults: EnvDefaults
     no_episode: str | None = None
     """Why the env cannot play an episode where it is captured (it needs an outside
-    service, or its step is broken upstream); None when its recording has one."""
+    service, or its step is broken upstream); None when its capture has one."""
 
-    def capture(self) -> Capture:
-        data = json.loads((_CATALOG / "snapshots" / f"{self.name}.json").read_text("utf-8"))
-        return Capture.model_validate(data)
+    def interface(self) -> ServerInterface:
+        """The entry's snapshot: what its server said when it was captured."""
+        data = json.loads((DATA / "snapshots" / f"{self.name}.json").read_text("utf-8"))
+        return ServerInterface.model_validate(data)
+
+
+def read_catalog(path: Path = CATALOG_TOML) -> dict[str, Any]:
+    """A catalog.toml as parsed (`[source]`, `[envs.NAME]`, `[unavailable]`): the embedded
+    one by default. Parsed once per version of the file; do not change what it returns."""
+    stat = path.stat()
+    return _parse(path, stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _parse(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    return tomllib.loads(path.read_text("utf-8"))
+
+
+def entry_captured_from(env_folder: str, path: Path = CATALOG_TOML) -> dict[str, Any] | None:
+    """The raw catalog entry captured from the upstream env folder `env_folder`, if any."""
+    return next((e for e in read_catalog(path)["envs"].values() if e.get("env_folder") == env_folder), None)
 
 
 @cache
 def entries() -> dict[str, CatalogEntry]:
-    raw = tomllib.loads((_CATALOG / "catalog.toml").read_text("utf-8"))
+    """The embedded catalog's entries by name, in catalog order."""
     out: dict[str, CatalogEntry] = {}
-    for name, entry in raw["envs"].items():
+    for name, entry in read_catalog()["envs"].items():
         out[name] = CatalogEntry(
             name=name,
             env_id=entry["env_id"],
-            corpus=entry["corpus"],
+            env_folder=entry["env_folder"],
             defaults=_defaults(entry, seeding().get(name, {})),
             no_episode=entry.get("no_episode"),
         )
@@ -53,15 +77,14 @@ def entries() -> dict[str, CatalogEntry]:
 def unavailable() -> dict[str, str]:
     """Upstream env folders that cannot run here, each with the reason and the command tried
     (they have no entry and no package)."""
-    raw = tomllib.loads((_CATALOG / "catalog.toml").read_text("utf-8"))
-    return dict(raw.get("unavailable", {}))
+    return dict(read_catalog().get("unavailable", {}))
 
 
 @cache
 def seeding() -> dict[str, dict[str, Any]]:
     """Per entry, whether its env honours `seed`, as the capture measured it
-    (`data/seeding.json`: verdict, summary, evidence; see openenvgen/seeding.py)."""
-    found = _CATALOG / "seeding.json"
+    (`data/seeding.json`: verdict, summary, evidence; see catalog/seed_check.py)."""
+    found = DATA / SEEDING_FILE
     return json.loads(found.read_text("utf-8")) if found.is_file() else {}
 
 
@@ -77,6 +100,7 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
 
 
 def lookup(name: str) -> CatalogEntry:
+    """The embedded entry `name`; a UsageError listing the known names when there is none."""
     known = entries()
     if name in known:
         return known[name]

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from typing import Any
+
+from openenvgen.catalog.ws_session import WSSession
 
 VERDICTS = ("reproducible", "deterministic", "not_reproducible", "unmeasured")
-"""Every verdict `measure` gives; only `not_reproducible` makes a repeated task unfair."""
+"""Every verdict `measure_seed` gives; only `not_reproducible` makes a repeated task unfair."""
 VOLATILE_KEYS = frozenset({"episode_id"})
 """Keys that name a session rather than describe it."""
 VOLATILE_NAME = re.compile(r"(^|_)(time|timestamp|elapsed|duration|latency)(s|_ms|_s)?($|_)", re.IGNORECASE)
@@ -39,20 +41,40 @@ VOLATILE_NAME = re.compile(r"(^|_)(time|timestamp|elapsed|duration|latency)(s|_m
 runs, seeded or not, so they say nothing about the seed."""
 MAX_PATHS = 12
 """Differing paths kept as evidence per comparison."""
+REPLY_TIMEOUT_S = 120.0
+"""Seconds one reply of a seed session may take."""
 
-Send = Callable[[Any, dict[str, Any]], dict[str, Any]]
 Trace = list[tuple[str, Any]]
 
 
-def session_trace(ws: Any, send: Send, reset: dict[str, Any], actions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+def measure_seed(url: str, reset: dict[str, Any], actions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether the env at `url` honours `seed`: the verdict and its evidence from five
+    sessions of the episode (`reset` kwargs, then `actions`), as the module doc says."""
+    seed = reset.get("seed", 0)
+    seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+    other = seed + 1
+    traces = []
+    try:
+        for s in (seed, seed, seed, other, other + 1):
+            with WSSession(url, timeout=REPLY_TIMEOUT_S) as session:
+                traces.append(session_trace(session, {**reset, "seed": s}, actions))
+    except Exception as e:  # a session that breaks off cannot be compared
+        from websockets.exceptions import ConnectionClosed
+
+        why = "the server closed it" if isinstance(e, ConnectionClosed) else f"{type(e).__name__}: {str(e)[:200]}"
+        return {"verdict": "unmeasured", "evidence": {"reason": f"session {len(traces) + 1} broke off ({why})"}}
+    return verdict(traces[0], traces[1:3], traces[3:], seed=seed, other_seed=other)
+
+
+def session_trace(session: WSSession, reset: dict[str, Any], actions: list[dict[str, Any]]) -> Trace:
     """(label, reply) per point of one session: the reset, then each step, each followed
     by the env's state. Stops after an error or a done."""
-    trace: list[tuple[str, Any]] = []
+    trace: Trace = []
 
     def point(label: str, message: dict[str, Any]) -> bool:
-        reply = send(ws, message)
+        reply = session.send(message)
         trace.append((label, _reply_data(reply)))
-        trace.append((f"{label}.state", _reply_data(send(ws, {"type": "state"}))))
+        trace.append((f"{label}.state", _reply_data(session.send({"type": "state"}))))
         data = reply.get("data") if isinstance(reply, dict) else None
         return reply.get("type") != "error" and not (isinstance(data, dict) and data.get("done"))
 
@@ -111,7 +133,8 @@ def verdict(
     agains = again if again and isinstance(again[0], list) else [again]
     others = other if other and isinstance(other[0], list) else [other]
     compared = sum(1 for label, _ in same if not label.endswith(".state"))
-    evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared, "sessions": [1 + len(agains), len(others)]}
+    sessions = [1 + len(agains), len(others)]
+    evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared, "sessions": sessions}
     reason = _reset_failure(same)
     if reason:
         return {"verdict": "unmeasured", "evidence": {**evidence, "reason": reason}}
@@ -162,7 +185,10 @@ def summary(result: dict[str, Any]) -> str:
     played = f"the reset and {steps} step{'' if steps == 1 else 's'}" if steps else "the reset"
     seed, other = evidence.get("seed"), evidence.get("other_seed")
     same_n, other_n = evidence.get("sessions", [2, 1])
-    seeds = f"seed {other}" if other_n == 1 else f"seeds {other} and {other + 1}" if other_n == 2 else f"seeds {other} to {other + other_n - 1}"
+    if other_n == 1:
+        seeds = f"seed {other}"
+    else:
+        seeds = f"seeds {other} and {other + 1}" if other_n == 2 else f"seeds {other} to {other + other_n - 1}"
     if name == "not_reproducible":
         where = ", ".join(evidence.get("same_seed_differs_at", [])[:3])
         return f"{same_n} sessions reset with seed {seed} differed over {played}, at {where}"

@@ -1,110 +1,112 @@
-"""Make the catalog's snapshots from real captures: `python -m openenvgen.corpus DIR`.
+"""Make the catalog's snapshots from captures: `python -m openenvgen.catalog.snapshots DIR`.
 
-DIR holds one folder per env (`schema.json`, `metadata.json`, and for MCP envs
-`mcp_tools_list.json` or `tools.json`), as `openenv-gen capture` records them from
-upstream servers. Every catalog entry's snapshot (`data/snapshots/<name>.json`) is
-rewritten from its `corpus` folder, and its seed verdict (the folder's `seed.json`) into
-`data/seeding.json`; when DIR has the capture index (`capture.json`), the upstream commit
-it was captured from is written into `data/catalog.toml`'s `[source]`.
+DIR holds one capture per upstream env folder (`schema.json`, `metadata.json`, and for
+MCP envs `mcp_tools_list.json` or `tools.json`; see `recording`), as `openenv-gen capture`
+records them. Every catalog entry's snapshot (`data/snapshots/<name>.json`, the server
+interface its package is generated from) is rewritten from the capture of its
+`env_folder`, and its seed verdict (the capture's `seed.json`) into `data/seeding.json`;
+when DIR has the capture index (`capture.json`), the upstream commit it was captured from
+is written into `data/catalog.toml`'s `[source]`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-DATA = Path(__file__).parent / "data"
+from openenvgen_schemas.wire import interface_schemas, tools_of
+
+from openenvgen.catalog.reader import DATA, SEEDING_FILE, read_catalog
+from openenvgen.catalog.recording import INDEX_FILE, SEED_FILE
+from openenvgen.catalog.seed_check import summary
 
 
-def capture_from_corpus(folder: Path) -> dict[str, Any]:
-    schema = json.loads((folder / "schema.json").read_text("utf-8"))
+def interface_from_capture(folder: Path) -> dict[str, Any]:
+    """The server interface a capture holds, as a snapshot keeps it: `/schema`'s parts a
+    package is generated from (never its generic `state`), `/metadata`, the tool list."""
+    schema_file = folder / "schema.json"
+    schema = interface_schemas(str(schema_file), json.loads(schema_file.read_text("utf-8")))
     # No metadata.json: the env's /metadata failed here (see its source.json).
     metadata_file = folder / "metadata.json"
     metadata = json.loads(metadata_file.read_text("utf-8")) if metadata_file.is_file() else {}
     tools = None
-    if (folder / "mcp_tools_list.json").exists():
-        tools = json.loads((folder / "mcp_tools_list.json").read_text("utf-8"))["result"]["tools"]
-    elif (folder / "tools.json").exists():
+    listing = folder / "mcp_tools_list.json"
+    if listing.is_file():
+        tools = tools_of(str(listing), json.loads(listing.read_text("utf-8")))
+    elif (folder / "tools.json").is_file():  # the WebSocket `list_tools` step's reply
         tools = json.loads((folder / "tools.json").read_text("utf-8"))["data"]["observation"]["tools"]
-    # /schema.state is the generic base State in every capture: never generate from it.
-    kept = {"action": schema["action"], "observation": schema["observation"]}
-    if "reset_observation" in schema:  # served by openenv >= 0.10
-        kept["reset_observation"] = schema["reset_observation"]
-    return {
-        "schema": kept,
-        "metadata": metadata,
-        "tools": tools,
-    }
+    return {"schema": schema, "metadata": metadata, "tools": tools}
 
 
-def snapshot_text(folder: Path) -> str:
-    return json.dumps(capture_from_corpus(folder), indent=2, ensure_ascii=False) + "\n"
-
-
-SEEDING_FILE = "seeding.json"
-"""Per catalog entry: whether its env honours `seed` (verdict, summary, evidence)."""
+def snapshot_from_capture(folder: Path) -> str:
+    """The text of the snapshot made from the capture in `folder`."""
+    return json.dumps(interface_from_capture(folder), indent=2, ensure_ascii=False) + "\n"
 
 
 def seed_entry(measured: dict[str, Any]) -> dict[str, Any]:
     """A capture's `seed.json` as the catalog keeps it: the verdict, one line for people,
     and the evidence."""
-    from openenvgen.seeding import summary
-
-    return {"verdict": measured.get("verdict", "unmeasured"), "summary": summary(measured), "evidence": measured.get("evidence", {})}
-
-
-_SOURCE_TABLE = re.compile(r"^\[source\]\n(?:[^\[\n].*\n|\n)*?(?=^\[|\Z)", re.MULTILINE)
+    verdict = measured.get("verdict", "unmeasured")
+    return {"verdict": verdict, "summary": summary(measured), "evidence": measured.get("evidence", {})}
 
 
 def with_source(catalog_text: str, repo: str, commit: str) -> str:
-    """`catalog.toml` with its `[source]` table saying where the snapshots come from."""
-    table = f'[source]\nrepo = "{repo}"\ncommit = "{commit}"\n\n'
-    if _SOURCE_TABLE.search(catalog_text):
-        return _SOURCE_TABLE.sub(lambda _: table, catalog_text, count=1)
-    first_env = catalog_text.index("[envs.")
-    return catalog_text[:first_env] + table + catalog_text[first_env:]
+    """`catalog.toml` with its `[source]` table saying where the snapshots come from
+    (comments and everything else kept as they are; a missing table is added)."""
+    import tomlkit  # the one writer of catalog.toml: it keeps its comments
+
+    document = tomlkit.parse(catalog_text)
+    if "source" in document:
+        document["source"]["repo"] = repo  # type: ignore[index]
+        document["source"]["commit"] = commit  # type: ignore[index]
+    else:
+        table = tomlkit.table()
+        table.update({"repo": repo, "commit": commit})
+        document["source"] = table
+    return tomlkit.dumps(document)
 
 
-def write_catalog(corpus: Path, data: Path = DATA, *, echo: Callable[[str], None] = print) -> None:
-    """Rewrite `data`'s snapshots (and its source commit) from the captures in `corpus`."""
+def write_catalog(captures: Path, data: Path = DATA, *, echo: Callable[[str], None] = print) -> None:
+    """Rewrite `data`'s snapshots, seed verdicts (and its source commit) from the captures
+    in `captures`."""
     catalog_toml = data / "catalog.toml"
-    text = catalog_toml.read_text("utf-8")
-    raw = tomllib.loads(text)
+    envs = read_catalog(catalog_toml)["envs"]
     out = data / "snapshots"
     out.mkdir(parents=True, exist_ok=True)
     missing = []
     seeding_file = data / SEEDING_FILE
     seeding = json.loads(seeding_file.read_text("utf-8")) if seeding_file.is_file() else {}
-    for name, entry in raw["envs"].items():
-        folder = corpus / entry["corpus"]
+    for name, entry in envs.items():
+        folder = captures / entry["env_folder"]
         if not (folder / "schema.json").is_file():
             missing.append(f"{name} ({folder})")
             continue
-        (out / f"{name}.json").write_text(snapshot_text(folder), "utf-8")
-        if (folder / "seed.json").is_file():
-            seeding[name] = seed_entry(json.loads((folder / "seed.json").read_text("utf-8")))
+        (out / f"{name}.json").write_text(snapshot_from_capture(folder), "utf-8")
+        if (folder / SEED_FILE).is_file():
+            seeding[name] = seed_entry(json.loads((folder / SEED_FILE).read_text("utf-8")))
         echo(f"{name}: {folder}")
-    seeding = {name: seeding[name] for name in raw["envs"] if name in seeding}
+    seeding = {name: seeding[name] for name in envs if name in seeding}
     seeding_file.write_text(json.dumps(seeding, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    index = corpus / "capture.json"
+    index = captures / INDEX_FILE
     if index.is_file():
         captured = json.loads(index.read_text("utf-8"))
         if captured.get("commit"):
+            text = catalog_toml.read_text("utf-8")
             updated = with_source(text, captured["repo"], captured["commit"])
             if updated != text:
                 catalog_toml.write_text(updated, "utf-8")
     if missing:
-        echo(f"kept the old snapshots of envs with no capture in {corpus}: {', '.join(missing)}")
+        echo(f"kept the old snapshots of envs with no capture in {captures}: {', '.join(missing)}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m openenvgen.catalog.snapshots CAPTURES_DIR`: rewrite the embedded catalog."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m openenvgen.corpus CAPTURES_DIR", file=sys.stderr)
+        print("usage: python -m openenvgen.catalog.snapshots CAPTURES_DIR", file=sys.stderr)
         return 64
     write_catalog(Path(args[0]))
     return 0

@@ -1,4 +1,8 @@
-"""What a real env server accepts: actions sampled from its action schema, and its verdicts.
+"""What a real env server accepts: actions sampled from its action schema, and its rulings.
+
+A ruling is what the server did with one action: accepted it, or rejected it with its
+validation errors (not to be confused with a seed verdict, `seed_check`). The capture
+keeps an env's rulings in its `validation.json`.
 
 `openenv-gen capture` draws actions from the captured action schema (hypothesis-jsonschema:
 valid ones, and near misses: a required field dropped, an unknown field added, a field or a
@@ -10,12 +14,12 @@ that is the env's business, not validation's). An env that turns HTTP stepping o
 `/step` answers e.g. 400) is asked over one `/ws` session instead: a step message answered
 `VALIDATION_ERROR` is a rejection. A step that does not answer in time (an env waiting on a
 service that is not there) was accepted if the server still answers `/health`: openenv
-validates on its event loop before it steps in a worker thread. tests/test_validation_equivalence.py
-replays every verdict against the generated models: they must accept exactly what the
-server accepted.
+validates on its event loop before it steps in a worker thread.
+tests/generator/catalog/test_validation_equivalence.py replays every ruling against the
+generated models: they must accept exactly what the server accepted.
 
 Sampling is derandomised (hypothesis' `derandomize`), so a recapture of an unchanged
-schema sends the same actions. Only the capture samples; the tests read the verdicts.
+schema sends the same actions. Only the capture samples; the tests read the rulings.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import httpx
+from openenvgen_schemas.wire import health
+
+from openenvgen.catalog.ws_session import WSSession
 
 VALID = 24
 """Valid actions drawn per env."""
@@ -37,9 +44,8 @@ STEP_TIMEOUT_S = 30.0
 SLOW_STEP_TIMEOUT_S = 10.0
 """Once one step has outlasted STEP_TIMEOUT_S, the wait for the next: a rejection answers
 at once, so ten seconds tell a rejection from a step as well as thirty."""
-HEALTH_TIMEOUT_S = 5.0
 MAX_TIMEOUTS = 2
-"""Actions left without a verdict (unanswered) before the env's sampling stops."""
+"""Actions left without a ruling (unanswered) before the env's sampling stops."""
 WRONG_VALUES = (None, "", "x", "3", 1.5, -1, 0, 10**9, True, [], {}, [1], {"a": 1})
 NOT_OBJECTS = (None, "x", 3, [], [{"a": 1}])
 _SAMPLING = threading.Lock()
@@ -53,14 +59,16 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
         from hypothesis import strategies as st
         from hypothesis_jsonschema import from_schema
     except ImportError as e:  # a capture dependency, in the test extra
-        raise RuntimeError(f"recording validation verdicts needs hypothesis-jsonschema ({e}): pip install 'openenv-gen[test]'") from None
+        needs = f"recording validation rulings needs hypothesis-jsonschema ({e})"
+        raise RuntimeError(f"{needs}: pip install 'openenv-gen[test]'") from None
     from openenvgen_schemas.normalise import inline_refs
 
     notes: list[str] = []
     try:
         valid = from_schema(inline_refs(schema))
     except Exception as e:  # a schema hypothesis-jsonschema cannot draw from
-        return list(NOT_OBJECTS), [f"no valid action could be drawn from the schema ({type(e).__name__}: {str(e)[:120]})"]
+        why = f"{type(e).__name__}: {str(e)[:120]}"
+        return list(NOT_OBJECTS), [f"no valid action could be drawn from the schema ({why})"]
 
     def draw(strategy: Any, count: int) -> list[Any]:
         found: dict[str, Any] = {}
@@ -88,7 +96,8 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
         if how == "drop" and payload:
             payload.pop(draw_(st.sampled_from(sorted(payload))))
         elif how == "extra":
-            payload[draw_(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8))] = draw_(st.sampled_from(WRONG_VALUES))
+            value = draw_(st.sampled_from(WRONG_VALUES))  # drawn before the key, as the capture always did
+            payload[draw_(st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=8))] = value
         elif how == "retype" and payload:
             payload[draw_(st.sampled_from(sorted(payload)))] = draw_(st.sampled_from(WRONG_VALUES))
         elif how == "nested":
@@ -110,7 +119,9 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
     return list(actions.values()), notes
 
 
-def server_verdict(client: httpx.Client, action: Any, *, timeout: float = STEP_TIMEOUT_S, log: ServerLog | None = None) -> dict[str, Any]:
+def server_ruling(
+    client: httpx.Client, action: Any, *, timeout: float = STEP_TIMEOUT_S, log: ServerLog | None = None
+) -> dict[str, Any]:
     """What the server did with one action: accepted, or its validation errors."""
     try:
         try:
@@ -121,9 +132,10 @@ def server_verdict(client: httpx.Client, action: Any, *, timeout: float = STEP_T
     except httpx.TimeoutException:
         # openenv validates on its event loop before it creates an env and steps it in a
         # thread: if the loop still answers /health, validation is behind this action and
-        # it is stepping (an env waiting on a service that is not there). Else no verdict.
-        if _healthy(client):
-            return {"action": action, "accepted": True, "status": f"still stepping after {timeout:g}s (the server answered /health)"}
+        # it is stepping (an env waiting on a service that is not there). Else no ruling.
+        if health(client, str(client.base_url).rstrip("/")) is None:
+            status = f"still stepping after {timeout:g}s (the server answered /health)"
+            return {"action": action, "accepted": True, "status": status}
         return {"action": action, "accepted": None, "status": f"no answer within {timeout:g}s, and none on /health"}
     except httpx.TransportError as e:  # the server went away (an env that crashes on a step)
         return {"action": action, "accepted": None, "status": f"{type(e).__name__}: {str(e)[:120]}"}
@@ -139,7 +151,8 @@ def server_verdict(client: httpx.Client, action: Any, *, timeout: float = STEP_T
         # says which: openenv's `deserialize_action` is on the traceback of the first.
         traceback = log.after_response()
         if VALIDATION_FRAME in traceback:
-            return {"action": action, "accepted": False, "errors": [{"type": "raised", "loc": None, "msg": _last_line(traceback)}]}
+            raised = {"type": "raised", "loc": None, "msg": _last_line(traceback)}
+            return {"action": action, "accepted": False, "errors": [raised]}
         return {"action": action, "accepted": True, "status": 500}
     return {"action": action, "accepted": True, "status": reply.status_code}
 
@@ -175,16 +188,10 @@ class ServerLog:
 
 def _last_line(traceback: str) -> str:
     """The exception line a traceback ends with (the last line that is not an access log)."""
-    lines = [line for line in traceback.splitlines() if line.strip() and not line.startswith(("INFO:", "WARNING:", " "))]
+    logged = [line for line in traceback.splitlines() if line.strip()]
+    lines = [line for line in logged if not line.startswith(("INFO:", "WARNING:", " "))]
     errors = [line for line in lines if not line.startswith(("ERROR:", "Traceback"))]
     return (errors[-1] if errors else "the server raised (see its log)")[:200]
-
-
-def _healthy(client: httpx.Client) -> bool:
-    try:
-        return client.get("/health", timeout=HEALTH_TIMEOUT_S).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _errors(detail: Any) -> list[dict[str, Any]]:
@@ -198,52 +205,31 @@ def _errors(detail: Any) -> list[dict[str, Any]]:
     ]
 
 
-def ws_verdict(session: WSSession, action: Any) -> dict[str, Any]:
+def ws_ruling(session: WSSession, action: Any) -> dict[str, Any]:
     """The same over the WebSocket, for an env that turns HTTP `/step` off: a step message
     answered VALIDATION_ERROR is a rejection, anything else (an observation, or the step's
     own EXECUTION_ERROR) got past validation."""
     try:
         reply = session.send({"type": "step", "data": action})
-    except Exception as e:  # the session broke off: no verdict, a new session for the next
+    except Exception as e:  # the session broke off: no ruling, a new session for the next
         session.close()
         return {"action": action, "accepted": None, "status": f"{type(e).__name__}: {str(e)[:120]}"}
     data = reply.get("data") if isinstance(reply, dict) else None
-    if isinstance(reply, dict) and reply.get("type") == "error" and isinstance(data, dict) and data.get("code") == "VALIDATION_ERROR":
+    error_reply = isinstance(reply, dict) and reply.get("type") == "error"
+    if error_reply and isinstance(data, dict) and data.get("code") == "VALIDATION_ERROR":
         return {"action": action, "accepted": False, "errors": _errors(data.get("errors") or data.get("message"))}
     kind = reply.get("type") if isinstance(reply, dict) else "?"
     code = data.get("code") if isinstance(data, dict) else None
     return {"action": action, "accepted": True, "status": f"{kind} {code}" if code else kind}
 
 
-class WSSession:
-    """One `/ws` session, opened on first use and again after it breaks off."""
-
-    def __init__(self, url: str) -> None:
-        self.url = "ws" + url.removeprefix("http") + "/ws"
-        self._ws: Any = None
-
-    def send(self, message: dict[str, Any]) -> Any:
-        from websockets.sync.client import connect
-
-        if self._ws is None:
-            self._ws = connect(self.url, max_size=None, open_timeout=30)
-        self._ws.send(json.dumps(message))
-        return json.loads(self._ws.recv(timeout=STEP_TIMEOUT_S))
-
-    def close(self) -> None:
-        if self._ws is not None:
-            try:
-                self._ws.close()
-            except Exception:  # already gone
-                pass
-            self._ws = None
-
-
-HTTP_VERDICT_CODES = (200, 422, 500)
+HTTP_RULING_CODES = (200, 422, 500)
 """What openenv's own `/step` answers: stepped, invalid, or the step raised."""
 
 
-def record_verdicts(url: str, schema: dict[str, Any], *, log: Path | None = None, echo: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+def record_rulings(
+    url: str, schema: dict[str, Any], *, log: Path | None = None, echo: Callable[[str], None] = lambda _: None
+) -> dict[str, Any]:
     """Sample actions from `schema`, send each to the server at `url`, return the record.
 
     HTTP `POST /step` first; an env whose `/step` answers something openenv's does not
@@ -255,24 +241,25 @@ def record_verdicts(url: str, schema: dict[str, Any], *, log: Path | None = None
     endpoint = "POST /step"
     server_log = ServerLog(log) if log is not None else None
     with httpx.Client(base_url=url, timeout=STEP_TIMEOUT_S) as client:
-        session = WSSession(url)
+        session = WSSession(url, timeout=STEP_TIMEOUT_S)
         try:
             wait = STEP_TIMEOUT_S
             for action in actions:
                 if endpoint == "POST /step":
-                    case = server_verdict(client, action, timeout=wait, log=server_log)
+                    case = server_ruling(client, action, timeout=wait, log=server_log)
                     if str(case.get("status", "")).startswith("still stepping"):
                         wait = SLOW_STEP_TIMEOUT_S
                     status = case.get("status")
-                    if isinstance(status, int) and status not in HTTP_VERDICT_CODES:
-                        notes.append(f"POST /step answered {status}: verdicts come from WebSocket step messages")
+                    if isinstance(status, int) and status not in HTTP_RULING_CODES:
+                        notes.append(f"POST /step answered {status}: rulings come from WebSocket step messages")
                         endpoint = "WS step"
                         cases.clear()
                 if endpoint == "WS step":
-                    case = ws_verdict(session, action)
+                    case = ws_ruling(session, action)
                 cases.append(case)
                 if case["accepted"] is None and sum(1 for c in cases if c["accepted"] is None) >= MAX_TIMEOUTS:
-                    notes.append(f"stopped after {MAX_TIMEOUTS} actions got no verdict (no answer within {STEP_TIMEOUT_S:g}s, or the server went away)")
+                    why = f"no answer within {STEP_TIMEOUT_S:g}s, or the server went away"
+                    notes.append(f"stopped after {MAX_TIMEOUTS} actions got no ruling ({why})")
                     break
         finally:
             session.close()
