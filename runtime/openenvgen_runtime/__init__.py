@@ -1,6 +1,14 @@
 """openenvgen-runtime: the shared base of every package openenv-gen generates.
 
-Layers (each module imports only modules of layers left of its own): actions, errors, health, observations, ranges, scoring, seat, upstream < config, containers, drift, extensions, prompts < launch < swarm < pool < episode, tasks < taskset
+Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
+`openenvgen`), verifiers and OpenEnv.
+
+Layers (each module imports only modules of layers left of its own): unions < actions, errors, health, observations, openenv_private, provider, ranges, scoring, seat < config, docker_cli, drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper, swarm_provider < launch < watch < pool < episode, tasks < taskset
+
+Nothing of OpenEnv is imported up front: `openenv_private.openenv_module` imports it (without
+its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
+`docker_provider`, `swarm_provider`) only when that mode runs; the pool sees any of them
+as a `provider.Provider`.
 
 Execution model: one server pool per run (OpenEnv's UV provider by default, its Docker
 provider, or existing `base_url` servers), shared by all episodes. Each entry of

@@ -15,16 +15,23 @@ import functools
 import inspect
 import json
 import re
-import types
-import typing
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
 
-from openenvgen_schemas.normalise import discriminator_property, tag_value, union_branches
+from openenvgen_runtime.unions import UnionAction, UnionMember, union_of
+from openenvgen_schemas.normalise import union_branches
+from openenvgen_schemas.wire import NonStandardJSON, strict_json
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+MAX_REPLY_CHARS = 256 * 1024
+"""A reply (or one tool call's arguments) longer than this is refused unparsed: no action is
+that long, and parsing and validating anything shorter takes milliseconds."""
+SHOWN_CHARS = 80
+"""How much of a value the model sent is quoted back in an error."""
 
 
 ACTION_TOOL = "act"
@@ -42,67 +49,6 @@ class ToolCallRequest:
     id: str
     name: str
     arguments: str
-
-
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-@dataclass(frozen=True)
-class UnionMember:
-    """One model of a union action, as the model addresses it."""
-
-    name: str
-    """Its tool name: the discriminator value, else its class name in snake_case."""
-    model: type[BaseModel]
-    tag: Any = None
-    """Its discriminator value (None when the union has no discriminator)."""
-
-
-@dataclass(frozen=True)
-class UnionAction:
-    discriminator: str | None
-    members: tuple[UnionMember, ...]
-
-    def named(self, name: str) -> UnionMember | None:
-        return next((m for m in self.members if m.name == name), None)
-
-
-def union_of(model: type[BaseModel]) -> UnionAction | None:
-    """The members of a generated union action model (a RootModel over a union of models)."""
-    if not (isinstance(model, type) and issubclass(model, RootModel)):
-        return None
-    field = model.model_fields.get("root")
-    if field is None:
-        return None
-    args = _union_args(field.annotation)
-    if not args or not all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
-        return None
-    schemas = [a.model_json_schema() for a in args]
-    named = field.discriminator if isinstance(field.discriminator, str) else None
-    discriminator = named or discriminator_property({}, schemas)
-    members: list[UnionMember] = []
-    taken: set[str] = set()
-    for member, schema in zip(args, schemas):
-        tag = tag_value((schema.get("properties") or {}).get(discriminator)) if discriminator else None
-        name = tag if isinstance(tag, str) and _TOOL_NAME.match(tag) else _snake(member.__name__)
-        base, n = name, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        taken.add(name)
-        members.append(UnionMember(name=name, model=member, tag=tag))
-    return UnionAction(discriminator, tuple(members))
-
-
-def _union_args(annotation: Any) -> tuple[Any, ...]:
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return typing.get_args(annotation)
-    return ()
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()[:64]
 
 
 @dataclass
@@ -182,6 +128,7 @@ class ActionSpace:
         if len(calls) != 1:
             raise InvalidAction(f"call exactly one tool per turn, not {len(calls)}; none of them was run")
         (call,) = calls
+        _check_size(call.arguments or "", f"the arguments of tool {_shown(call.name)}")
         if self.is_mcp and self.tool_arguments is not None:
             names = sorted(self.tool_arguments)
         elif self.union is not None:
@@ -189,9 +136,13 @@ class ActionSpace:
         else:
             names = [ACTION_TOOL]
         if call.name not in names:
-            raise InvalidAction(f"unknown tool {call.name!r}; call one of: {', '.join(names)}")
+            raise InvalidAction(f"unknown tool {_shown(call.name)}; call one of: {', '.join(names)}")
         try:
-            arguments = json.loads(call.arguments or "{}")
+            arguments = strict_json(call.arguments or "{}")
+        except NonStandardJSON as e:
+            raise InvalidAction(f"the arguments of {call.name!r} hold {e}, which JSON has no number for") from None
+        except RecursionError:
+            raise InvalidAction(f"the arguments of {call.name!r} are nested too deeply; send a flat JSON object") from None
         except ValueError as e:
             raise InvalidAction(f"the arguments of {call.name!r} are not valid JSON ({e}); send a JSON object") from None
         if not isinstance(arguments, dict):
@@ -208,7 +159,10 @@ class ActionSpace:
         return self._validated(arguments)
 
     def parse(self, reply: str) -> dict[str, Any]:
-        """The action to send: validated by the typed model, dumped as the server expects."""
+        """The action to send: validated by the typed model, dumped as the server expects.
+
+        Any reply, however hostile, gives an action or an InvalidAction with a one-line reason."""
+        _check_size(reply, "the reply")
         if self._raw_string_field is not None:
             text = _unfence(reply.strip())
             # One required string field (Wordle's message): only an object or a JSON string
@@ -264,14 +218,15 @@ class ActionSpace:
             chosen = next((m for m in union.members if m.tag == value[disc]), None)
             if chosen is not None:
                 errors = _errors(chosen.model, value)
-                return f"closest to {chosen.name} ({disc} = {json.dumps(value[disc])} selects it): {_describe_errors(errors)}"
+                shown = _bounded(json.dumps(value[disc]))
+                return f"closest to {chosen.name} ({disc} = {shown} selects it): {_describe_errors(errors)}"
         scored = [(len(_errors(m.model, value)), i, m) for i, m in enumerate(union.members)]
         _, _, best = min(scored, key=lambda t: (t[0], t[1]))
         errors = _errors(best.model, value)
         if not errors and disc is not None and best.tag is not None:
             return f"not one of the actions {names}; closest to {best.name}: add {json.dumps(disc)}: {json.dumps(best.tag)}"
         if disc is not None and best.tag is not None and value.get(disc) != best.tag:
-            shown = json.dumps(value[disc]) if disc in value else "missing"
+            shown = _bounded(json.dumps(value[disc])) if disc in value else "missing"
             why = f"{disc} is {shown}, not one of {', '.join(json.dumps(m.tag) for m in union.members)}"
         else:
             why = f"fewest errors of {names}"
@@ -298,7 +253,7 @@ class ActionSpace:
         assert self.tool_arguments is not None
         model = self.tool_arguments.get(name)
         if model is None:
-            raise InvalidAction(f"unknown tool {name!r}; tools: {', '.join(sorted(self.tool_arguments))}")
+            raise InvalidAction(f"unknown tool {_shown(name)}; tools: {', '.join(sorted(self.tool_arguments))}")
         try:
             args = model.model_validate(arguments).model_dump(mode="json", exclude_unset=True, by_alias=True)
         except ValidationError as e:
@@ -352,13 +307,36 @@ def _unfence(text: str) -> str:
     return text
 
 
+def _check_size(text: str, what: str) -> None:
+    """Refuse a reply too long to be an action, and text that is not valid Unicode."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise InvalidAction(f"{what} is {len(text):,} characters; an action is at most {MAX_REPLY_CHARS:,}")
+    lone = _LONE_SURROGATE.search(text)
+    if lone is not None:
+        raise InvalidAction(f"{what} holds a lone surrogate (U+{ord(lone.group()):04X}), which is not valid Unicode")
+
+
+def _bounded(text: str) -> str:
+    """`text` cut to SHOWN_CHARS characters, for an error message."""
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+def _shown(value: str) -> str:
+    """`value` quoted for an error message: one line, at most SHOWN_CHARS characters."""
+    return repr(_bounded(value))
+
+
 def _decode(reply: str) -> Any:
     text = _unfence(reply.strip())
     # Only JSON-looking text is worth a parse attempt (a failed json.loads is the costly case).
-    if not text or text[0] not in '{["-0123456789tfn':
+    if not text or text[0] not in '{["-0123456789tfnNI':
         return text
     try:
-        return json.loads(text)
+        return strict_json(text)
+    except NonStandardJSON as e:
+        raise InvalidAction(f"the reply holds {e}, which JSON has no number for; send finite numbers") from None
+    except RecursionError:
+        raise InvalidAction("the reply is nested too deeply to be an action; send one flat JSON object") from None
     except ValueError:
         return text
 
@@ -371,5 +349,6 @@ def _describe_errors(errors: list[Any]) -> str:
     parts = []
     for err in errors[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "action"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
+        # A location names keys the model sent: bounded and on one line like every message.
+        parts.append(f"{_bounded(loc)}: {err['msg']}")
+    return " ".join("; ".join(parts).split())

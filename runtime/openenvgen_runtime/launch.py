@@ -1,143 +1,49 @@
-"""Starting and stopping one environment server through OpenEnv's own providers.
+"""Launching a pool's servers through OpenEnv's providers, in the run's launch mode.
 
-UV (default): OpenEnv's `UVProvider` builds the `uv run --project ... uvicorn APP` command
-and owns the process. We start that command ourselves only to keep its output in a log
-file (so a server that dies while starting is reported with its last lines, not after a
-timeout), to put it in its own process group (so stopping it also stops the uvicorn that
-`uv run` spawned), and to have the kernel terminate it if this process dies without
-cleaning up. Docker: OpenEnv's `LocalDockerProvider` with labelled containers (see
-`containers`); Docker Swarm: OpenEnv's `DockerSwarmProvider` (see `swarm`). A missing
-image, daemon or swarm is a one-line `LaunchError` before any episode starts; so is an
-option the chosen provider does not take.
+UV (the default, `uv_provider`), Docker (`docker_provider`) or Docker Swarm
+(`swarm_provider`): each mode's module subclasses OpenEnv's provider and is imported only
+when that mode runs. `provider_options` checks `provider_kwargs` against what the mode
+takes and `make_provider` makes the mode's provider; the `Launcher` starts servers for a
+pool, waits until each answers `/health` (every replica, for a swarm), reads its interface,
+and stops what it started. A missing image, daemon or swarm, an option the mode does not
+take, and a server that dies or never answers while starting are each a one-line
+`LaunchError` (with the server's log tail) before any episode starts.
 
-Everything here is blocking; the pool calls it from worker threads.
+Blocking provider calls run in threads, so the event loop, and the WebSocket handshakes of
+other episodes, never stall behind a launch. Launches and their progress (`starting …`,
+`ready in N s`) are logged where `vf-eval` shows verifiers' own log.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import asyncio
 import json
-import os
-import shlex
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-from collections import deque
-from pathlib import Path
+import logging
+import time
+import uuid
 from typing import Any
 
-from openenvgen_runtime.errors import LaunchError
+import httpx
+from openenvgen_schemas.wire import NotHealthy, wait_healthy_async
 
-_PR_SET_PDEATHSIG = 1
+from openenvgen_runtime.config import AdapterConfig
+from openenvgen_runtime.docker_cli import OWNER_LABEL, RUNTIME_LABEL, require_docker
+from openenvgen_runtime.errors import LaunchError
+from openenvgen_runtime.provider import Provider, ReplicatedProvider
+from openenvgen_runtime.reaper import Reaper
+from openenvgen_runtime.servers import Server, describe
+
+logger = logging.getLogger(__name__)
+
 UV_OPTIONS = ("project_path", "app", "host", "reload", "env_vars", "port", "workers")
 DOCKER_OPTIONS = ("image", "tag", "port", "env_vars")
 SWARM_OPTIONS = ("image", "tag", "env_vars", "cpu_limit", "memory_limit", "constraints", "command", "overlay_network")
 TIMEOUT_OPTIONS = ("startup_timeout", "context_timeout_s")
-COMMAND_PREFIX = "$ "
-"""Starts the first line of a UV server's log: the command that was run."""
-
-
-def install_error_hook() -> None:
-    """Print an uncaught LaunchError as `error: MESSAGE` instead of a traceback.
-
-    A launch failure is the user's to fix (a wrong image, path or env), and its message
-    (with the server's log tail) says all there is; other exceptions keep Python's hook."""
-    previous = sys.excepthook
-    if getattr(previous, "openenvgen", False):
-        return
-
-    def hook(kind: type[BaseException], error: BaseException, tb: Any) -> None:
-        if isinstance(error, LaunchError):
-            print(f"error: {error}", file=sys.stderr)
-        else:
-            previous(kind, error, tb)
-
-    hook.openenvgen = True  # type: ignore[attr-defined]
-    sys.excepthook = hook
 
 
 def mode_name(*, use_docker: bool = False, use_swarm: bool = False) -> str:
+    """The launch mode: "uv", "docker" or "swarm"."""
     return "swarm" if use_swarm else "docker" if use_docker else "uv"
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: SIGTERM it when the eval process dies,
-    # even by SIGKILL, so no server outlives its run. The kernel ties this to the thread
-    # that started the server: launches run in the event loop's executor threads, which
-    # live until the loop closes (after the pool has stopped its servers).
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _uv_provider_class() -> type:
-    from openenvgen_runtime.upstream import openenv_module
-
-    UVProvider = openenv_module("openenv.core.containers.runtime").UVProvider
-    uv_module = openenv_module("openenv.core.containers.runtime.uv_provider")
-
-    class LoggedUVProvider(UVProvider):
-        """OpenEnv's UV provider with the server's output logged and its process group owned."""
-
-        log_path: Path | None = None
-
-        def start(self, port: int | None = None, env_vars: dict[str, str] | None = None, workers: int = 1, **_: Any) -> str:
-            if self._process is not None and self._process.poll() is None:
-                raise RuntimeError("UVProvider is already running")
-            project = self.project_path
-            if project.startswith(uv_module.GIT_URL_PREFIX):
-                self._clone_dir = uv_module._clone_git_project(project, self.context_timeout_s)
-                project = self._clone_dir
-            bind_port = port or uv_module._find_free_port()
-            command = uv_module._create_uv_command(
-                host=self.host, port=bind_port, reload=self.reload, workers=workers, app=self.app, project_path=project
-            )
-            env = {**os.environ, **(self.env_vars or {}), **(env_vars or {})}
-            fd, log = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
-            self.log_path = Path(log)
-            with os.fdopen(fd, "wb") as log_file:
-                # The log's first line is the command (and so the app) that ran: a
-                # failure report then says what was tried, not only how it died.
-                log_file.write(f"{COMMAND_PREFIX}{shlex.join(command)}\n".encode())
-                log_file.flush()
-                self._process = subprocess.Popen(
-                    command,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )
-            client_host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
-            self._base_url = f"http://{client_host}:{bind_port}"
-            return self._base_url
-
-        def stop(self) -> None:
-            process = self._process
-            if process is not None and process.poll() is None:
-                _stop_group(process)
-            super().stop()
-            if self.log_path is not None:
-                self.log_path.unlink(missing_ok=True)
-
-    return LoggedUVProvider
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """SIGTERM the server's process group, then SIGKILL what is left after a grace period."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=5)
 
 
 def provider_options(provider_kwargs: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -151,7 +57,9 @@ def provider_options(provider_kwargs: dict[str, Any], mode: str) -> dict[str, An
     allowed = {"uv": UV_OPTIONS, "docker": DOCKER_OPTIONS, "swarm": SWARM_OPTIONS}[mode]
     unknown = sorted(set(provider_kwargs) - set(allowed))
     if unknown:
-        raise LaunchError(f"provider_kwargs not understood by the {mode} launch mode: {unknown} (it takes {list(allowed)})")
+        raise LaunchError(
+            f"provider_kwargs not understood by the {mode} launch mode: {unknown} (it takes {list(allowed)})"
+        )
     kwargs = dict(provider_kwargs)
     if isinstance(kwargs.get("env_vars"), str):  # from the command line: a JSON object
         try:
@@ -167,82 +75,142 @@ def image_for(env_id: str, kwargs: dict[str, Any]) -> str:
     return kwargs.pop("image", None) or f"registry.hf.space/{env_id.replace('/', '-')}:{tag}"
 
 
-def start(
+def make_provider(
     env_id: str,
     provider_kwargs: dict[str, Any],
     *,
-    use_docker: bool,
+    mode: str = "uv",
     timeout: float,
     labels: dict[str, str] | None = None,
-) -> tuple[Any, str]:
-    """Start one server; returns (provider, base_url). Does not wait for readiness."""
-    kwargs = provider_options(provider_kwargs, mode_name(use_docker=use_docker))
-    if use_docker:
-        from openenvgen_runtime import containers
+    replicas: int = 1,
+) -> Provider:
+    """Blocking: the mode's provider for `env_id`, checked and made but not started (an
+    image is pulled now if missing). `timeout` bounds a pull or a git clone."""
+    options = provider_options(provider_kwargs, mode)
+    if mode == "uv":
+        from openenvgen_runtime import uv_provider
 
-        require_docker("use_docker")
-        image = image_for(env_id, kwargs)
-        containers.ensure_image(image, mode="use_docker", timeout=timeout)
-        provider = containers.docker_provider(labels or {})
-        return provider, provider.start_container(image, **kwargs)
-    ensure_uv_on_path()
-    start_args = {k: kwargs.pop(k) for k in ("port", "workers") if k in kwargs}
-    project = kwargs.pop("project_path", None) or f"git+https://huggingface.co/spaces/{env_id}"
-    kwargs.setdefault("host", "127.0.0.1")
-    provider = _uv_provider_class()(project_path=str(project), context_timeout_s=timeout, **kwargs)
-    return provider, provider.start(**start_args)
+        return uv_provider.provider_for(env_id, options, timeout=timeout)
+    require_docker(f"use_{mode}")
+    image = image_for(env_id, options)
+    if mode == "docker":
+        from openenvgen_runtime import docker_provider
 
+        return docker_provider.provider_for(image, options, labels=labels or {}, timeout=timeout)
+    from openenvgen_runtime import swarm_provider
 
-def ensure_uv_on_path() -> None:
-    """`uv` installed in this interpreter's environment counts even when that environment
-    is not activated (e.g. `.venv/bin/vf-eval`); OpenEnv's provider looks on PATH only."""
-    if shutil.which("uv") is not None:
-        return
-    bin_dir = Path(sys.executable).parent
-    if (bin_dir / "uv").exists():
-        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-        return
-    raise LaunchError("the UV provider needs `uv` on PATH (pip install uv)")
+    return swarm_provider.provider_for(image, options, labels=labels or {}, replicas=replicas, timeout=timeout)
 
 
-def exited(provider: Any) -> int | None:
-    """The server's exit code once its process or container has exited, else None."""
-    exit_code = getattr(provider, "exit_code", None)
-    if exit_code is not None:
-        return exit_code()
-    process = getattr(provider, "_process", None)
-    return None if process is None else process.poll()
+class Launcher:
+    """Starts a pool's servers and owns what it started: their providers and, for a
+    container run, the reaper that removes the run's containers however the run ends."""
 
+    def __init__(self, config: AdapterConfig, *, mcp: bool) -> None:
+        self.config = config
+        self.mcp = mcp
+        self.owner = uuid.uuid4().hex[:12]
+        """The run's owner label value: what its reaper removes."""
+        self.providers: list[Provider] = []
+        """Every provider made and not yet stopped, including ones still starting."""
+        self._reaper: Reaper | None = None
 
-def log_tail(provider: Any, lines: int = 15) -> str:
-    """The last lines the server wrote (its log file, container or service logs)."""
-    tail = getattr(provider, "log_tail", None)
-    if callable(tail):
-        with contextlib.suppress(Exception):
-            return tail(lines)
-        return ""
-    path = getattr(provider, "log_path", None)
-    if path is None or not Path(path).exists():
-        return ""
-    with open(path, errors="replace") as fh:
-        first = fh.readline()
-        rest = deque(fh, maxlen=lines)
-    return (first + "".join(rest)).strip()
+    @property
+    def mode(self) -> str:
+        return mode_name(use_docker=self.config.use_docker, use_swarm=self.config.use_swarm)
 
+    def labels(self) -> dict[str, str]:
+        """Ours (the run's owner, for the reaper) with the user's `provider_kwargs.labels`."""
+        extra = self.config.provider_kwargs.get("labels")
+        return {RUNTIME_LABEL: "1", OWNER_LABEL: self.owner, **(extra or {})}
 
-def stop(provider: Any) -> None:
-    for name in ("stop", "stop_container"):
-        method = getattr(provider, name, None)
-        if method is not None:
-            with contextlib.suppress(Exception):
-                method()
-            return
+    def _make(self) -> Provider:
+        """Blocking: make one provider and own it before it starts, so `stop()` stops it even
+        while its launch is under way. (A container created while `stop()` runs is the reaper's.)"""
+        env_id = self.config.env
+        assert env_id is not None
+        kwargs = dict(self.config.provider_kwargs)
+        if self.mode != "uv":
+            kwargs.pop("labels", None)  # theirs, added to ours
+        provider = make_provider(
+            env_id,
+            kwargs,
+            mode=self.mode,
+            timeout=self.config.startup_timeout,
+            labels=self.labels(),
+            replicas=self.config.replicas,
+        )
+        if self.mode != "uv" and self._reaper is None:
+            self._reaper = Reaper(self.owner)  # before the first container exists
+        self.providers.append(provider)
+        return provider
 
+    async def launch(self, http: httpx.AsyncClient) -> list[Server]:
+        """Start one server (every replica, for a swarm) and wait until each answers
+        `/health`; their interfaces read. A LaunchError, its log tail included, otherwise."""
+        timeout = self.config.startup_timeout
+        what = f"{self.config.env} ({self.mode})"
+        logger.info("starting %s …", what)
+        started = time.monotonic()
+        provider = await asyncio.to_thread(self._make)
+        try:
+            urls = await asyncio.to_thread(provider.launch)
+            if isinstance(provider, ReplicatedProvider):
+                urls = await self._wait_for_replicas(provider, started + timeout)
+            servers = [Server(url=url, provider=provider) for url in urls]
+            for server in servers:
+                await self._wait_ready(http, server.url, provider, started + timeout)
+            await asyncio.gather(*(describe(http, s, mcp=self.mcp) for s in servers))
+        except BaseException:
+            await self.stop_provider(provider)
+            raise
+        logger.info("%s ready in %.0f s at %s", what, time.monotonic() - started, ", ".join(urls))
+        return servers
 
-def require_docker(mode: str = "use_docker") -> None:
-    if shutil.which("docker") is None:
-        raise LaunchError(f"{mode}: no `docker` command on this machine")
-    try:
-        subprocess.run(["docker", "info"], check=True, capture_output=True, timeout=15)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
-        raise LaunchError(f"{mode}: no Docker daemon answers (`docker info` failed)") from None
+    def _failed_to_start(self, provider: Provider, reason: str) -> LaunchError:
+        """Blocking (it may ask Docker for the log): the one-line error, then the log tail."""
+        tail = provider.log_tail()
+        return LaunchError(
+            f"{self.config.env} ({self.mode}): {reason}" + (f"; last lines of its log:\n{tail}" if tail else "")
+        )
+
+    async def _wait_ready(self, http: httpx.AsyncClient, url: str, provider: Provider, deadline: float) -> None:
+        """Wait for `/health` without blocking the loop; a server that exits fails at once."""
+        try:
+            await wait_healthy_async(http, url, max(0.0, deadline - time.monotonic()), exited=provider.exit_code)
+        except NotHealthy as e:
+            # Timed out: named by the one startup timeout, not by what was left of it here.
+            timed_out = f"server not ready after {self.config.startup_timeout:g}s at {url}"
+            reason = str(e) if e.exit_code is not None else timed_out
+            raise await asyncio.to_thread(self._failed_to_start, provider, reason) from None
+
+    async def _wait_for_replicas(self, provider: ReplicatedProvider, deadline: float) -> list[str]:
+        """Every replica of a new swarm service running with its port published."""
+        wanted = self.config.replicas
+        while True:
+            urls = await asyncio.to_thread(provider.replicas)
+            if len(urls) >= wanted:
+                return urls
+            problem = await asyncio.to_thread(provider.failure)
+            if problem is not None:
+                reason = f"swarm cannot run a replica ({problem})"
+                raise await asyncio.to_thread(self._failed_to_start, provider, reason)
+            if time.monotonic() > deadline:
+                reason = f"{len(urls)} of {wanted} replicas running after {self.config.startup_timeout:g}s"
+                raise await asyncio.to_thread(self._failed_to_start, provider, reason)
+            await asyncio.sleep(0.5)
+
+    async def stop_provider(self, provider: Provider) -> None:
+        """Stop one provider this launcher made (a server that failed or died)."""
+        if provider in self.providers:
+            self.providers.remove(provider)
+        await asyncio.to_thread(provider.stop)
+
+    async def stop(self) -> None:
+        """Stop every provider made, then close the reaper (which also catches a container
+        whose launch was still under way)."""
+        providers, self.providers = self.providers, []
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in providers))
+        if self._reaper is not None:
+            await asyncio.to_thread(self._reaper.close)
+            self._reaper = None

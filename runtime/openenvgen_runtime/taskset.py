@@ -16,15 +16,16 @@ from typing import Any, ClassVar
 import verifiers.v1 as vf
 from pydantic import BaseModel
 
-from openenvgen_runtime import episode, launch, tasks
+from openenvgen_runtime import episode, launch, process_hooks, tasks
 from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.drift import check_drift
 from openenvgen_runtime.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.observations import ObservationView
-from openenvgen_runtime.pool import Server, ServerPool
+from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.prompts import system_prompt
 from openenvgen_runtime.seat import require_in_process_seat
+from openenvgen_runtime.servers import Server
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +177,12 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
     start_error: str | None = None
     _resets_played: frozenset[str] = frozenset()
     _warned_replay: bool = False
+
+    def __init__(self, config: AdapterEnvConfig) -> None:
+        # verifiers builds the env once in each process that plays episodes, after setting
+        # up its logging: where the runtime's process-wide hooks belong.
+        process_hooks.install()
+        super().__init__(config)
 
     def _ensure_pool(self) -> ServerPool:
         if self.pool is None:

@@ -1,0 +1,66 @@
+"""Everything of OpenEnv's that the runtime uses and OpenEnv does not make public, in one place.
+
+OpenEnv's public API (`openenv.core`'s `GenericEnvClient`, the providers of
+`openenv.core.containers.runtime`) is imported through `openenv_module`; what is left here
+has no public way and may change in any OpenEnv release. Each name says why the runtime
+needs it, and `tests/runtime/test_openenv_private.py` fails, naming it and the installed
+OpenEnv version, when an upgrade changes it.
+
+Importing: any `openenv.core` import runs the whole server package, Gradio web interface
+included: about a third of an eval process's start-up on these machines, for a UI that
+only a server mounts. OpenEnv already treats that module as optional (`env_server` catches
+its ModuleNotFoundError), so the first import made here marks it missing. The mark is
+removed straight after, so a server created later in the same process still imports its
+web interface when it wants one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from types import ModuleType
+
+WEB_UI_MODULE = "openenv.core.env_server.web_interface"
+"""Private module: OpenEnv's Gradio web UI, which `openenv.core.env_server` imports only if
+it can; marking it missing is the one way to import OpenEnv's client without Gradio."""
+UV_PROVIDER_MODULE = "openenv.core.containers.runtime.uv_provider"
+"""Not re-exported by OpenEnv (only `UVProvider` is): home of the UV helpers below."""
+_lock = threading.Lock()
+
+
+def openenv_module(name: str) -> ModuleType:
+    """`importlib.import_module(name)` for an `openenv.*` module, skipping the web UI if
+    `openenv.core` is not imported yet."""
+    if "openenv.core" in sys.modules:
+        return importlib.import_module(name)
+    with _lock:  # launches import from executor threads
+        marked = WEB_UI_MODULE not in sys.modules
+        if marked:
+            sys.modules[WEB_UI_MODULE] = None  # type: ignore[assignment]  # import raises ModuleNotFoundError
+        try:
+            return importlib.import_module(name)
+        finally:
+            if marked and sys.modules.get(WEB_UI_MODULE, ...) is None:
+                del sys.modules[WEB_UI_MODULE]
+
+
+def git_url_prefix() -> str:
+    """`uv_provider.GIT_URL_PREFIX` (not exported): marks a `project_path` that is a git URL
+    to clone, as OpenEnv's `UVProvider` reads it."""
+    return openenv_module(UV_PROVIDER_MODULE).GIT_URL_PREFIX  # type: ignore[no-any-return]
+
+
+def clone_git_project(git_url: str, timeout_s: float) -> str:
+    """`uv_provider._clone_git_project`: clone a `git+URL` project to a temporary folder and
+    return it. Public only inside `UVProvider.start`, which the runtime replaces (it logs
+    the server's output and owns its process group)."""
+    return openenv_module(UV_PROVIDER_MODULE)._clone_git_project(git_url, timeout_s)  # type: ignore[no-any-return]
+
+
+def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, project_path: str) -> list[str]:
+    """`uv_provider._create_uv_command`: the `uv run ... uvicorn APP` command OpenEnv's
+    `UVProvider.start` runs; the runtime runs that same command its own way (see `uv_provider`)."""
+    return openenv_module(UV_PROVIDER_MODULE)._create_uv_command(  # type: ignore[no-any-return]
+        host=host, port=port, reload=reload, workers=workers, app=app, project_path=project_path
+    )

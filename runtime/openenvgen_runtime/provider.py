@@ -1,0 +1,54 @@
+"""What the pool needs of a launched server's provider, whichever launch mode started it.
+
+Each launch mode subclasses OpenEnv's own provider in a module of its own, imported only when
+that mode runs: `uv_provider` (OpenEnv's `UVProvider`), `docker_provider`
+(`LocalDockerProvider`) and `swarm_provider` (`DockerSwarmProvider`). They add the methods
+below, so the pool and its launcher handle any of them as a `Provider` and never import a
+mode (or OpenEnv's server side) they do not use.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Protocol, runtime_checkable
+
+
+class Provider(Protocol):
+    """One launched server (or a Swarm service of servers) that the pool owns."""
+
+    def launch(self) -> list[str]:
+        """Start without waiting for readiness; the base URLs known at once (none for a
+        Swarm service, whose replicas `ReplicatedProvider.replicas` lists)."""
+        ...
+
+    def exit_code(self) -> int | None:
+        """The server's exit code once its process or container has exited, else None."""
+        ...
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines the server wrote ("" when there are none to read)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the server and free what it holds; harmless when it is not running."""
+        ...
+
+
+@runtime_checkable
+class ReplicatedProvider(Provider, Protocol):
+    """A provider whose servers are replicas that the engine places and replaces (Swarm)."""
+
+    def replicas(self) -> list[str]:
+        """Base URLs of the replicas running now."""
+        ...
+
+    def failure(self) -> str | None:
+        """Why replicas cannot start (no such image, no node fits), or None."""
+        ...
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, for a server to bind on this machine."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
