@@ -1,11 +1,11 @@
 """The checked-in packages for the official OpenEnv envs (generated/*), end to end.
 
-Data-driven over the catalog (generator/openenvgen/data/catalog.toml): per env, the
+Data-driven over the catalog (generator/openenvgen/catalog/data/catalog.toml): per env, the
 package is checked in, installed and loadable by verifiers; its README shows its action
 space, an example action and the `vf-eval` command; the example action is valid for the
 generated model and for the captured server schema; the replay server
-(tests/support/replay_env.py, serving the recordings `openenv-gen capture` wrote into
-tests/fixtures/recordings) has the captured schema, metadata and tools, so generating from
+(openenvgen_testsupport.replay_env, serving the captures `openenv-gen capture` wrote into
+tests/fixtures/captures) has the captured schema, metadata and tools, so generating from
 it live yields the checked-in package; and one scripted episode, played by verifiers
 against that replay server, ends with `env_done` and the replayed rewards. The upstream
 envs that cannot run here are listed in the catalog's `[unavailable]` table with the
@@ -18,7 +18,7 @@ line. Every parametrised test below picks it up from CATALOG / PLAYABLE.
 
 The rollouts run in one process through verifiers' own eval runner, a few at a time:
 `vf-eval @ eval.toml` parses the file into the same `EvalConfig` and calls the same
-`run_eval` (tests/test_rollout.py runs the command itself), so this is its rollout
+`run_eval` (tests/e2e/test_rollout.py runs the command itself), so this is its rollout
 without one interpreter start-up per env.
 """
 
@@ -30,7 +30,6 @@ import importlib
 import json
 import os
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +39,14 @@ import jsonschema
 import pytest
 
 from openenvgen import catalog
-from openenvgen.pipeline import resolve_spec
-from openenvgen.render import LOCK_FILE, render_package
+from openenvgen.catalog.reader import read_catalog
+from openenvgen.build.package import resolve_spec
+from openenvgen.build.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas.normalise import union_members
-from tests.conftest import ROOT
-from tests.support.replay_env import (
-    RECORDINGS,
+from openenvgen_testsupport.paths import ROOT
+from openenvgen_testsupport.replay_env import (
+    CAPTURES,
     Recording,
     Replay,
     catalog_action,
@@ -55,21 +55,21 @@ from tests.support.replay_env import (
     server_action_class,
     wire_action,
 )
-from tests.support.scripted_model import ScriptedChatModel, message_text
-from tests.support.servers import serve_app
+from openenvgen_testsupport.scripted_model import ScriptedChatModel, message_text
+from openenvgen_testsupport.servers import serve_app
 
 CATALOG = tuple(catalog.entries())
-CAPTURE_INDEX = json.loads((RECORDINGS / "capture.json").read_text("utf-8"))
-_RAW = tomllib.loads((ROOT / "generator/openenvgen/data/catalog.toml").read_text("utf-8"))
+CAPTURE_INDEX = json.loads((CAPTURES / "capture.json").read_text("utf-8"))
+_RAW = read_catalog()
 UNAVAILABLE: dict[str, str] = _RAW["unavailable"]
 NO_EPISODE: dict[str, str] = {name: entry["no_episode"] for name, entry in _RAW["envs"].items() if "no_episode" in entry}
 """Catalog envs whose episode cannot be played where they are captured, with the reason."""
 PLAYABLE = tuple(name for name in CATALOG if name not in NO_EPISODE)
 SUMMARY = (
     f"catalog envs without an offline episode here: {', '.join(sorted(NO_EPISODE))} "
-    "(each one's reason: `no_episode` in generator/openenvgen/data/catalog.toml)",
+    "(each one's reason: `no_episode` in generator/openenvgen/catalog/data/catalog.toml)",
     f"upstream envs not in the catalog (cannot run here): {', '.join(sorted(UNAVAILABLE))} "
-    "(see the [unavailable] table of generator/openenvgen/data/catalog.toml)",
+    "(see the [unavailable] table of generator/openenvgen/catalog/data/catalog.toml)",
 )
 """Lines for the terminal summary (tests/conftest.py prints every collected module's SUMMARY)."""
 ROLLOUTS_AT_ONCE = 6
@@ -112,7 +112,7 @@ def package_dir(name: str) -> Path:
 
 
 def recording_of(name: str) -> Recording:
-    return load_recording(catalog.lookup(name).corpus)
+    return load_recording(catalog.lookup(name).env_folder)
 
 
 def taskset_of(name: str) -> Any:
@@ -130,22 +130,22 @@ def test_every_catalog_env_has_a_checked_in_package() -> None:
 
 
 def test_every_captured_upstream_env_is_in_the_catalog_or_listed_as_unavailable() -> None:
-    in_catalog = {entry.corpus for entry in catalog.entries().values()}
+    in_catalog = {entry.env_folder for entry in catalog.entries().values()}
     captured, failed = set(CAPTURE_INDEX["captured"]), set(CAPTURE_INDEX["failed"])
     assert in_catalog <= captured
     # What did not start, and what started but cannot make a package: each with its reason.
     assert failed | (captured - in_catalog) == set(UNAVAILABLE)
     assert not in_catalog & set(UNAVAILABLE)
     # Every recorded env comes from the commit the catalog names.
-    source = tomllib.loads((ROOT / "generator/openenvgen/data/catalog.toml").read_text("utf-8"))["source"]
+    source = _RAW["source"]
     assert (source["repo"], source["commit"]) == (CAPTURE_INDEX["repo"], CAPTURE_INDEX["commit"])
-    for corpus in in_catalog:
-        recorded = json.loads((RECORDINGS / corpus / "source.json").read_text("utf-8"))
-        assert recorded["commit"] == source["commit"], corpus
+    for env_folder in in_catalog:
+        recorded = json.loads((CAPTURES / env_folder / "source.json").read_text("utf-8"))
+        assert recorded["commit"] == source["commit"], env_folder
 
 
 def test_every_unavailable_upstream_env_has_a_reason_and_no_package() -> None:
-    in_catalog = {entry.corpus for entry in catalog.entries().values()}
+    in_catalog = {entry.env_folder for entry in catalog.entries().values()}
     for env_dir, reason in UNAVAILABLE.items():
         assert isinstance(reason, str) and len(reason.split()) >= 3, env_dir
         assert env_dir not in in_catalog, env_dir
@@ -230,7 +230,7 @@ def test_envs_without_an_episode_here_are_made_from_their_captured_schema() -> N
     assert NO_EPISODE and not set(NO_EPISODE) & set(PLAYABLE)
     for name, reason in NO_EPISODE.items():
         recording = recording_of(name)
-        assert catalog.lookup(name).capture().schema_["action"] == recording.schema["action"], name
+        assert catalog.lookup(name).interface().schema_["action"] == recording.schema["action"], name
         assert recording.steps == (), name
         assert isinstance(reason, str) and len(reason.split()) >= 3, name
 
@@ -238,10 +238,10 @@ def test_envs_without_an_episode_here_are_made_from_their_captured_schema() -> N
 def test_catalog_follows_upstream_conventions() -> None:
     for entry in catalog.entries().values():
         # The installed package's app: `uv run --project` does not cd into the env.
-        assert entry.defaults.app == f"{entry.corpus}.server.app:app"
-        assert json.loads((RECORDINGS / entry.corpus / "source.json").read_text("utf-8"))["app"] == entry.defaults.app
+        assert entry.defaults.app == f"{entry.env_folder}.server.app:app"
+        assert json.loads((CAPTURES / entry.env_folder / "source.json").read_text("utf-8"))["app"] == entry.defaults.app
         # Spaces are `openenv/<env dir>`; TextArena is published per game.
-        expected = "openenv/wordle" if entry.corpus == "textarena_env" else f"openenv/{entry.corpus}"
+        expected = "openenv/wordle" if entry.env_folder == "textarena_env" else f"openenv/{entry.env_folder}"
         assert entry.env_id == expected
     # The reasoning_gym tasks start from the captured reset's kwargs and differ by seed.
     resets = catalog.lookup("reasoning_gym").defaults.resets
@@ -256,7 +256,7 @@ def test_catalog_follows_upstream_conventions() -> None:
 
 @pytest.mark.parametrize("name", CATALOG)
 def test_replay_server_speaks_like_the_capture(name: str) -> None:
-    replay = make_replay_app(catalog.lookup(name).corpus)
+    replay = make_replay_app(catalog.lookup(name).env_folder)
     recording = replay.recording
     with serve_app(replay.app, ready_path="/health") as url:
         schema = httpx.get(f"{url}/schema").json()
@@ -273,7 +273,7 @@ def test_replay_server_speaks_like_the_capture(name: str) -> None:
                 (t["name"], t["description"], t["input_schema"]) for t in recording.tools or ()
             ]
         if recording.metadata is None:  # generating needs /metadata: read the saved /schema
-            live = resolve_spec(name, schema_file=RECORDINGS / recording.corpus / "schema.json")
+            live = resolve_spec(name, schema_file=CAPTURES / recording.env_folder / "schema.json")
         else:
             live = resolve_spec(name, base_url=str(url))
     # Generating from the live replay server gives the checked-in package: the same spec,
@@ -291,7 +291,7 @@ def test_replay_server_speaks_like_the_capture(name: str) -> None:
 def test_replay_server_replays_the_recorded_session(name: str) -> None:
     from openenv import GenericEnvClient
 
-    replay = make_replay_app(catalog.lookup(name).corpus)
+    replay = make_replay_app(catalog.lookup(name).env_folder)
     recording = replay.recording
 
     async def play(url: str) -> list[Any]:
@@ -351,7 +351,7 @@ class Played:
 
 
 def _eval_config(package: str, *, env_url: str, model_url: str, out_dir: Path, resets: list[dict]) -> Any:
-    """The config `vf-eval @ file.toml` builds (see tests/support/rollout.py)."""
+    """The config `vf-eval @ file.toml` builds (see openenvgen_testsupport.rollout)."""
     from verifiers.v1.configs.cli.eval import EvalConfig
 
     return EvalConfig.model_validate(
@@ -387,7 +387,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
         mp.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         configs = {}
         for name in PLAYABLE:
-            replay = make_replay_app(catalog.lookup(name).corpus)
+            replay = make_replay_app(catalog.lookup(name).env_folder)
             model = ScriptedChatModel(replies_of(name, replay.recording))
             env_url = stack.enter_context(serve_app(replay.app, ready_path="/health"))
             model_url = stack.enter_context(serve_app(model))

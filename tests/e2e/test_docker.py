@@ -1,5 +1,5 @@
 """The Docker launch mode, for real: a small env image built locally (see
-`tests/support/docker_images.py`), episodes through OpenEnv's Docker provider, and no
+`openenvgen_testsupport.docker_images`), episodes through OpenEnv's Docker provider, and no
 container of ours left in `docker ps -a` on any path: normal end, an error, and SIGINT or
 SIGKILL of a real `vf-eval`. A container that dies mid-run is replaced. Bad input (a
 missing image, a container that dies while starting) is one line before any episode."""
@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
-from tests.support import docker_images
-from tests.support.adapters import (
-    generate_uv_fixture_package,
+from openenvgen_testsupport import docker_images
+from openenvgen_testsupport.adapters import (
     load_env,
     model_context,
     outcome,
     wait_for,
 )
-from tests.support.rollout import start_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.rollout import start_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
 pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(1800)]
@@ -46,11 +45,6 @@ def host_left_as_found() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def image(host_left_as_found: None) -> str:
     return docker_images.env_image()
-
-
-@pytest.fixture(scope="module")
-def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
 
 
 def containers(token: str, *, running_only: bool = False) -> list[str]:

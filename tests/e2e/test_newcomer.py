@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fixture_envs import make_wordle_app
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.fixture_envs import make_wordle_app
+from openenvgen_testsupport.paths import ROOT
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
-
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 FIRST_BLOCK = re.compile(r"^```(?:bash|sh|console)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
 JOURNEY = "\n### By hand\n"
@@ -67,11 +66,11 @@ def test_the_first_block_is_the_whole_journey() -> None:
 @pytest.mark.parametrize("name", ["wordle", "echo"])
 def test_every_generated_readme_says_how_to_install_the_runtime(name: str) -> None:
     from openenvgen import catalog
-    from openenvgen.render import render_package
+    from openenvgen.build.render import render_package
     from openenvgen.spec import build_spec
 
     entry = catalog.lookup(name)
-    spec = build_spec(entry.capture(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
+    spec = build_spec(entry.interface(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
     readme = render_package(spec)["README.md"]
     install = readme.index("pip install path/to/openenv-gen/schemas path/to/openenv-gen/runtime\n")
     assert "not on PyPI yet" in readme[:install]

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.adapters import generate_from_server
-from tests.support.media_envs import PICTURE_SYSTEM_PROMPT, make_picture_app, make_task_api_app
-from tests.support.rollout import run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.adapters import generate_from_server
+from openenvgen_testsupport.media_envs import PICTURE_SYSTEM_PROMPT, make_picture_app, make_task_api_app
+from openenvgen_testsupport.rollout import run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 

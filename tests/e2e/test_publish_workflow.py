@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from openenvgen_testsupport.paths import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "publish.yml"
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fixture_envs import make_wordle_app
-from tests.support.rollout import run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.fixture_envs import make_wordle_app
+from openenvgen_testsupport.paths import GENERATED
+from openenvgen_testsupport.rollout import run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 
@@ -23,7 +24,7 @@ def generated_package_installed() -> None:
     """The rollouts must exercise the checked-in generated package, installed."""
     import wordle_openenv
 
-    root = Path(__file__).resolve().parents[1] / "generated" / PACKAGE
+    root = GENERATED / PACKAGE
     assert Path(wordle_openenv.__file__).resolve().is_relative_to(root), (
         f"install it: pip install -e {root}"
     )

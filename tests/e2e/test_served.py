@@ -3,7 +3,7 @@
 The client (prime-rl's orchestrator) loads the taskset in its own process and ships each task's
 dumped data; `serve_env` in a spawned process rebuilds the env config from its JSON dump in every
 worker, which owns its server pool, its seat and its episodes; `EnvClient.run` streams each
-episode back (see tests/support/served.py). Real OpenEnv servers on loopback, a scripted model,
+episode back (see openenvgen_testsupport.served). Real OpenEnv servers on loopback, a scripted model,
 real worker processes, the UV, Docker and Swarm launch modes; what is left after a worker or the
 env server is signalled is counted like the other cleanup tests. Where verifiers 0.4.0 itself
 gives the client no answer (a worker that dies), the test proves that with a timeout and
@@ -28,22 +28,20 @@ from openenvgen_runtime.launch import LaunchError
 from verifiers.v1.serve import env_config_data
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from tests.support import docker_images, served
-from tests.support.adapters import (
+from openenvgen_testsupport import docker_images, served
+from openenvgen_testsupport.adapters import (
     generate_from_server,
-    generate_uv_fixture_package,
     marked_processes,
     uv_taskset,
     wait_for,
 )
-from tests.support.media_envs import make_task_api_app
-from tests.support.scripted_model import Script, ScriptedChatModel, ToolCalls, message_text
-from tests.support.servers import free_port, serve_app, serve_app_subprocess
+from openenvgen_testsupport.media_envs import make_task_api_app
+from openenvgen_testsupport.paths import ROOT, UV_TASK_FIXTURE_APP, UV_TASK_FIXTURE_PROJECT
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel, ToolCalls, message_text
+from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
 
 pytestmark = [pytest.mark.served, pytest.mark.timeout(900)]
 
-UV_TASK_PROJECT = Path(__file__).parent / "fixtures" / "uv_task_env"
-UV_TASK_APP = "count_env.server:app"
 HANG = 20.0
 """Seconds a test waits for an answer verifiers 0.4.0 never sends (a dead worker's episodes)."""
 
@@ -101,7 +99,7 @@ def test_a_config_survives_the_wire(shape: str) -> None:
     assert rebuilt.taskset.provider_kwargs == config.taskset.provider_kwargs
 
 
-GENERATED = sorted(p.parent.name for p in (Path(__file__).parents[1] / "generated").glob("*/pyproject.toml"))
+GENERATED = sorted(p.parent.name for p in (ROOT / "generated").glob("*/pyproject.toml"))
 
 
 @pytest.mark.parametrize("transport", ["launch", "base-url", "docker"])
@@ -171,11 +169,6 @@ def count_pkg(task_server: str, tmp_path_factory: pytest.TempPathFactory) -> str
     return generate_from_server("count", task_server, tmp_path_factory.mktemp("pkgs"))
 
 
-@pytest.fixture(scope="module")
-def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
-
-
 def counting_reply(messages: list[dict[str, Any]]) -> str:
     """A deterministic model: right on odd targets, one too many on even ones."""
     asked = re.findall(r"Say (\d+)\.", " ".join(message_text(m.get("content")) for m in messages))
@@ -229,9 +222,9 @@ def test_a_fleet_of_base_urls_on_the_elastic_pool(tmp_path: Path) -> None:
     """`base_url` as a list of two running servers, the elastic pool (one worker): episodes
     spread over both servers of the fleet and all win."""
     with (
-        serve_app_subprocess("tests.support.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "east"},
+        serve_app_subprocess("openenvgen_testsupport.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "east"},
                              factory=True, ready_path="/health") as east,
-        serve_app_subprocess("tests.support.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "west"},
+        serve_app_subprocess("openenvgen_testsupport.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "west"},
                              factory=True, ready_path="/health") as west,
     ):
         package = generate_from_server("wordle", str(east), tmp_path / "pkgs")
@@ -319,7 +312,7 @@ def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Pa
     config = served.env_config(
         count_pkg,
         {
-            "provider_kwargs": {"project_path": str(UV_TASK_PROJECT), "app": UV_TASK_APP,
+            "provider_kwargs": {"project_path": str(UV_TASK_FIXTURE_PROJECT), "app": UV_TASK_FIXTURE_APP,
                                 "env_vars": {"OPENENVGEN_TEST_MARKER": marker}},
             "split": "test",
             "split_range": ":3",

@@ -19,19 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
-from tests.support import docker_images
-from tests.support.adapters import (
-    generate_uv_fixture_package,
+from openenvgen_testsupport import docker_images
+from openenvgen_testsupport.adapters import (
     load_env,
     model_context,
     outcome,
     wait_for,
 )
-from tests.support.rollout import start_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.rollout import start_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
 pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(1800)]
@@ -50,11 +49,6 @@ def host_left_as_found() -> Iterator[None]:
 def image(host_left_as_found: None) -> Iterator[str]:
     with docker_images.single_node_swarm():
         yield docker_images.env_image()
-
-
-@pytest.fixture(scope="module")
-def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
 
 
 def swarm_taskset(image: str, token: str, replicas: int = 2, **extra: Any) -> dict[str, Any]:
@@ -153,7 +147,7 @@ def test_no_service_left_after_vf_eval_is_killed(image: str, guess_pkg: str, tok
 def test_a_swarm_that_is_not_initialised_is_one_line_before_any_episode(
     guess_pkg: str, token: str, request: pytest.FixtureRequest
 ) -> None:
-    from tests.conftest import REQUIRE_DOCKER, skip_loudly
+    from openenvgen_testsupport.skips import REQUIRE_DOCKER, skip_loudly
 
     with contextlib.ExitStack() as stack:
         try:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.test_generate import _tree, gen
+from openenvgen_testsupport.generating import file_tree, gen
+from openenvgen_testsupport.paths import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 OURS = ("check.yml", "drift.yml")
@@ -105,7 +105,7 @@ UV_SHIM = """#!/bin/sh
 # `uv run --isolated --project DIR -- uvicorn APP --host H --port P`: serve the fixture app instead.
 while [ "$1" != "--" ]; do shift; done
 shift 3
-cd {root} && exec {python} -m uvicorn tests.support.fixture_envs:grid_app "$@"
+cd {root} && exec {python} -m uvicorn openenvgen_testsupport.fixture_envs:grid_app "$@"
 """
 
 
@@ -144,12 +144,12 @@ def repo(grid_server: str, tmp_path: Path) -> Path:
 
 
 def test_drift_script_without_drift_changes_nothing(repo: Path, tmp_path: Path) -> None:
-    before = _tree(repo / "packages")
+    before = file_tree(repo / "packages")
     run, output = _run_drift_script(repo, tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert output == "drifted=false\n"
     assert "no upstream drift" in run.stdout
-    assert _tree(repo / "packages") == before
+    assert file_tree(repo / "packages") == before
 
 
 def test_drift_script_regenerates_what_drifted(repo: Path, tmp_path: Path) -> None:

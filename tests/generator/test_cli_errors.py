@@ -8,34 +8,26 @@ from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
-from starlette.responses import HTMLResponse, JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from tests.support.servers import serve_app
-from tests.test_generate import _tree, gen
+from openenvgen_testsupport.generating import assert_one_line_error, file_tree, gen
+from openenvgen_testsupport.paths import BROKEN_SPECS
+from openenvgen_testsupport.servers import serve_app
 
-BROKEN = Path(__file__).parent / "broken_specs"
-EXPECTED = tomllib.loads((BROKEN / "expected.toml").read_text())
-
-
-def _one_line_error(result, code: int, fragment: str) -> None:
-    assert result.returncode == code, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("openenv-gen: error: ")
-    assert fragment in lines[0]
+EXPECTED = tomllib.loads((BROKEN_SPECS / "expected.toml").read_text())
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
 def test_broken_specs(case: str, tmp_path: Path) -> None:
     expect = EXPECTED[case]
-    result = gen("broken", "--schema-file", str(BROKEN / f"{case}.json"), "--out", str(tmp_path / "out"))
-    _one_line_error(result, expect["exit"], expect["message"])
+    result = gen("broken", "--schema-file", str(BROKEN_SPECS / f"{case}.json"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(result, expect["exit"], expect["message"])
     assert not (tmp_path / "out").exists()
 
 
 def test_every_broken_spec_has_an_expectation() -> None:
-    assert {p.stem for p in BROKEN.glob("*.json")} == set(EXPECTED)
+    assert {p.stem for p in BROKEN_SPECS.glob("*.json")} == set(EXPECTED)
 
 
 def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
@@ -44,7 +36,7 @@ def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
     result = gen("wordel", cwd=tmp_path)
     known = sorted(catalog.entries())
     assert {"chess", "coding", "connect4", "echo", "maze", "reasoning_gym", "wordle"} <= set(known)
-    _one_line_error(result, 64, f"unknown env 'wordel'; known: {', '.join(known)}")
+    assert_one_line_error(result, 64, f"unknown env 'wordel'; known: {', '.join(known)}")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -56,7 +48,7 @@ def _closed_port() -> int:
 
 def test_unreachable_url(tmp_path: Path) -> None:
     result = gen("x", "--base-url", f"http://127.0.0.1:{_closed_port()}", "--out", str(tmp_path / "o"))
-    _one_line_error(result, 69, "ConnectError")
+    assert_one_line_error(result, 69, "ConnectError")
     assert not (tmp_path / "o").exists()
 
 
@@ -77,32 +69,41 @@ def test_unreachable_url(tmp_path: Path) -> None:
 def test_not_an_openenv_server(routes, fragment: str, tmp_path: Path) -> None:
     with serve_app(Starlette(routes=routes), ready_path="/nonexistent-ok") as url:
         result = gen("x", "--base-url", str(url), "--out", str(tmp_path / "o"))
-    _one_line_error(result, 69, fragment)
+    assert_one_line_error(result, 69, fragment)
+    assert not (tmp_path / "o").exists()
+
+
+def test_nan_in_a_reply_is_bad_data_not_a_bad_source(tmp_path: Path) -> None:
+    """NaN is not JSON: a server that sends it gives bad data (65), not a failed source (69)."""
+    health = Route("/health", lambda r: Response('{"status": NaN}', media_type="application/json"))
+    with serve_app(Starlette(routes=[health]), ready_path="/nonexistent-ok") as url:
+        result = gen("x", "--base-url", str(url), "--out", str(tmp_path / "o"))
+    assert_one_line_error(result, 65, f"{url}/health: not valid JSON (NaN is not a JSON number)")
     assert not (tmp_path / "o").exists()
 
 
 def test_out_is_a_file(tmp_path: Path) -> None:
     target = tmp_path / "file"
     target.write_text("keep me")
-    _one_line_error(gen("wordle", "--out", str(target)), 73, "is not a directory")
+    assert_one_line_error(gen("wordle", "--out", str(target)), 73, "is not a directory")
     assert target.read_text() == "keep me"
 
 
 def test_out_is_a_foreign_directory(tmp_path: Path) -> None:
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    _one_line_error(gen("wordle", "--out", str(tmp_path / "mine")), 73, "not a generated package")
-    assert _tree(tmp_path / "mine") == {"notes.txt": b"keep me"}
+    assert_one_line_error(gen("wordle", "--out", str(tmp_path / "mine")), 73, "not a generated package")
+    assert file_tree(tmp_path / "mine") == {"notes.txt": b"keep me"}
 
 
 def test_failed_regeneration_leaves_the_package_byte_identical(tmp_path: Path) -> None:
     out = tmp_path / "pkg"
     assert gen("wordle", "--out", str(out)).returncode == 0
     (out / "NOTES.md").write_text("user file")
-    before = _tree(out)
-    result = gen("wordle", "--schema-file", str(BROKEN / "action_not_object.json"), "--out", str(out))
+    before = file_tree(out)
+    result = gen("wordle", "--schema-file", str(BROKEN_SPECS / "action_not_object.json"), "--out", str(out))
     assert result.returncode == 65
-    assert _tree(out) == before
+    assert file_tree(out) == before
     # A successful regeneration keeps the user's file.
     assert gen("wordle", "--out", str(out)).returncode == 0
     assert (out / "NOTES.md").read_text() == "user file"
@@ -110,7 +111,7 @@ def test_failed_regeneration_leaves_the_package_byte_identical(tmp_path: Path) -
 
 def test_conflicting_sources(tmp_path: Path) -> None:
     result = gen("x", "--base-url", "http://127.0.0.1:1", "--schema-file", "f.json", cwd=tmp_path)
-    _one_line_error(result, 64, "not both")
+    assert_one_line_error(result, 64, "not both")
 
 
 SUBCOMMAND_HELP = {
@@ -135,9 +136,9 @@ def test_subcommand_names_are_not_env_names(name: str, tmp_path: Path) -> None:
 
 def test_reserved_package_names(tmp_path: Path) -> None:
     result = gen("wordle", "--package", "openenv-wordle", "--out", str(tmp_path / "o"))
-    _one_line_error(result, 64, "reserved")
+    assert_one_line_error(result, 64, "reserved")
     result = gen("wordle", "--package", "textarena", "--out", str(tmp_path / "o"))
-    _one_line_error(result, 64, "reserved")
+    assert_one_line_error(result, 64, "reserved")
 
 
 def test_package_directory_gets_the_usual_mode(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ restructured (tests/golden/compatibility.json).
 A shape is a JSON document with every value replaced by its JSON type; a list becomes
 the merged shape of its items, and a key whose values differ in type across items holds
 each type (`"null|string"`). Adding a key is a change too: the recorded file is the
-contract, updated on purpose (`python -m tests.test_compatibility --write`).
+contract, updated on purpose (`python -m tests.project.test_compatibility --write`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "golden" / "compatibility.json"
-OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
+from openenvgen_testsupport.paths import OPENENV_GEN, ROOT, TESTS
+
+GOLDEN = TESTS / "golden" / "compatibility.json"
 RUNTIME_MODULES = {
     # What generated packages and the documented customising path import.
     "openenvgen_runtime": None,  # its __all__
@@ -151,7 +151,7 @@ if __name__ == "__main__":
     import tempfile
 
     if sys.argv[1:] != ["--write"]:
-        raise SystemExit("usage: python -m tests.test_compatibility --write")
+        raise SystemExit("usage: python -m tests.project.test_compatibility --write")
     with tempfile.TemporaryDirectory() as tmp:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(record(Path(tmp)), indent=2, sort_keys=True) + "\n", "utf-8")

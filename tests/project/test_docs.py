@@ -28,8 +28,8 @@ from pydantic import Field
 from docs import reference
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.seat import InProcessHarnessConfig
+from openenvgen_testsupport.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 
@@ -120,6 +120,44 @@ def test_the_catalog_page_has_every_catalog_env() -> None:
         assert f"| {env_dir} |" in page
 
 
+def test_how_it_works_draws_every_module_of_the_generator() -> None:
+    page = reference.how_it_works_page((ROOT / "docs" / "reference" / "how-it-works.md").read_text("utf-8"), ROOT)
+    assert reference.TREE_MARKER not in page
+    tree = page.split("```text\n")[2].split("```")[0]  # the flow diagram is the first block
+    folder = ROOT / reference.PACKAGES["openenvgen"]
+    for path in folder.rglob("*.py"):
+        if path.stem != "__init__":
+            assert re.search(rf"── {re.escape(path.name)} +\d", tree), path.relative_to(folder)
+    for init in folder.glob("*/__init__.py"):
+        assert re.search(rf"── {init.parent.name}/ +\d ", tree), init.parent.name
+
+
+def test_the_package_tree_follows_the_layers_lines(tmp_path: Path) -> None:
+    """Bottom layer first at every level, sublayers numbered inside their layer, rails drawn."""
+    folder = tmp_path / "toy"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "__init__.py").write_text('"""Toy: the top.\n\nLayers: low < inner < top\n"""\n')
+    (folder / "top.py").write_text('"""The top module.\n\nMore text.\n"""\n')
+    (folder / "low.py").write_text('"""The low module."""\n')
+    (folder / "stray.py").write_text("x = 1\n")
+    (folder / "inner" / "__init__.py").write_text('"""Inside.\n\nLayers: b < a\n"""\n')
+    (folder / "inner" / "a.py").write_text('"""A."""\n')
+    (folder / "inner" / "b.py").write_text('"""B."""\n')
+    assert reference.package_tree(tmp_path, "toy").splitlines() == [
+        "```text",
+        "toy/          layer  Toy: the top.",
+        "├── low.py    0      The low module.",
+        "├── inner/    1      Inside.",
+        "│   ├── b.py  1.0    B.",
+        "│   └── a.py  1.1    A.",
+        "├── top.py    2      The top module.",
+        "└── stray.py",
+        "```",
+    ]
+    with pytest.raises(ValueError):
+        reference.how_it_works_page("# no marker\n", tmp_path)
+
+
 def test_the_benchmarks_page_is_bench_results_one_level_down() -> None:
     page = reference.benchmarks_page("# Benchmark results\n\n## Headline\n\nSee [the runner](run.py).\n\n```\n# not a heading\n```\n")
     assert "### Headline" in page and "# Benchmark results" not in page
@@ -206,6 +244,8 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert all(f"--env.taskset.{name.replace('_', '-')}" in options for name in AdapterConfig.model_fields)
     cli = html.unescape((site / "reference" / "cli" / "index.html").read_text())
     assert all(name in cli for name in reference.cli_command().commands)
+    how = html.unescape((site / "reference" / "how-it-works" / "index.html").read_text())
+    assert reference.TREE_MARKER not in how and "── lifecycle/" in how
 
 
 def test_the_site_build_can_fail(tmp_path: Path) -> None:

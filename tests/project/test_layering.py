@@ -1,5 +1,11 @@
-"""No import cycles in generator/, runtime/ or schemas/, and every import goes down the layers
-each package's `__init__.py` states in its `Layers:` line.
+"""The tree is the architecture: no import cycles in generator/, runtime/ or schemas/, every
+import goes down the layers each distribution's `__init__.py` states in its `Layers:` line,
+each subpackage's `__init__.py` says which layer it is, and no module is over 400 lines.
+
+Modules are found recursively. A top-level module (`openenvgen.cli`) is its own layer; a
+module inside a subpackage (`openenvgen.build.render`) is in its subpackage's layer
+(`build`), as is the subpackage's `__init__`. An import between two layers must go to a
+lower one; modules of one subpackage may import each other, as long as that makes no cycle.
 
 Imports are read from the source (ast), function-level ones included: a lazy import that
 closes a cycle is still a cycle, it only fails later. `from pkg import name` counts as an
@@ -9,11 +15,13 @@ import of the submodule `pkg.name` when there is one, else of the package itself
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from openenvgen_testsupport.paths import ROOT
+
 PACKAGES = {
     "openenvgen_schemas": ROOT / "schemas" / "openenvgen_schemas",
     "openenvgen": ROOT / "generator" / "openenvgen",
@@ -26,28 +34,35 @@ MAY_IMPORT = {
     "openenvgen": {"openenvgen", "openenvgen_schemas"},
     "openenvgen_runtime": {"openenvgen_runtime", "openenvgen_schemas"},
 }
+MAX_LINES = 400
+"""A module longer than this is doing more than one job (issue #24's signal)."""
 
 
 def modules(packages: dict[str, Path]) -> dict[str, Path]:
-    """Every module of the packages by dotted name (a package's `__init__` by the package's)."""
+    """Every module of the packages, nested ones included, by dotted name (a package's
+    `__init__` by the package's own name)."""
     found = {}
     for package, folder in packages.items():
-        for path in sorted(folder.glob("*.py")):
-            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+        for path in sorted(folder.rglob("*.py")):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
     return found
 
 
-def imports(path: Path, package: str, known: set[str], roots: set[str]) -> set[str]:
-    """The modules of `roots` that the file at `path` imports anywhere in its body."""
+def imports(path: Path, module: str, known: set[str], roots: set[str]) -> set[str]:
+    """The modules of `roots` that the file at `path` (module `module`) imports anywhere in its body."""
     found: set[str] = set()
-    is_init = path.stem == "__init__"
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    # What a relative import is relative to: a package's own name, or a module's package.
+    here = module if path.stem == "__init__" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.split(".")[0] in roots)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            if node.level:  # relative: resolve against this module's package
-                parent = package if is_init or node.level == 1 else package.rsplit(".", node.level - 1)[0]
+            if node.level:
+                parent = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
                 base = f"{parent}.{base}" if base else parent
             if base.split(".")[0] not in roots:
                 continue
@@ -58,12 +73,9 @@ def imports(path: Path, package: str, known: set[str], roots: set[str]) -> set[s
 
 
 def import_graph(packages: dict[str, Path]) -> dict[str, set[str]]:
+    """Module → the modules of `packages` it imports."""
     known = modules(packages)
-    graph = {}
-    for name, path in known.items():
-        package = name.split(".")[0]
-        graph[name] = imports(path, package, set(known), set(packages)) - {name}
-    return graph
+    return {name: imports(path, name, set(known), set(packages)) - {name} for name, path in known.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -101,40 +113,100 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def stated_layers(init: Path) -> list[set[str]]:
-    """The `Layers:` line of a package's docstring, bottom up: `a, b < c < d`."""
-    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
-    line = next((line for line in doc.splitlines() if line.startswith("Layers")), None)
-    assert line is not None, f"{init.relative_to(ROOT)}: its docstring has no `Layers: a, b < c < ...` line"
-    text = line.split(":", 1)[1]
-    return [{name.strip() for name in layer.split(",")} for layer in text.split(" < ")]
+def _docstring(init: Path) -> str:
+    return ast.get_docstring(ast.parse(init.read_text("utf-8"))) or ""
 
 
-def layer_violations(graph: dict[str, set[str]], package: str, layers: list[set[str]]) -> list[str]:
-    """Each import of `package`'s modules that does not go to a strictly lower layer, and
-    each module the line leaves out or names without it existing."""
-    level = {name: i for i, layer in enumerate(layers) for name in layer}
-    own = {name.split(".", 1)[1] for name in graph if name.startswith(f"{package}.")}
-    problems = [f"{package}.{name} is in no layer of the `Layers:` line" for name in sorted(own - set(level))]
-    problems += [f"the `Layers:` line names {name}, which is not a module of {package}" for name in sorted(set(level) - own)]
-    for name in sorted(own & set(level)):
-        for target in sorted(graph[f"{package}.{name}"]):
-            if not target.startswith(f"{package}."):
+def stated_layers(init: Path) -> list[set[str]] | None:
+    """The `Layers:` (or `Layers (...):`) line of a package's docstring, bottom up (`a, b < c < d`);
+    None without one."""
+    line = next((line for line in _docstring(init).splitlines() if re.match(r"Layers\b", line)), None)
+    if line is None:
+        return None
+    return [{name.strip() for name in layer.split(",")} for layer in line.split(":", 1)[1].split(" < ")]
+
+
+def layer_lines(packages: dict[str, Path]) -> dict[str, list[set[str]]]:
+    """Every package whose `__init__` states a `Layers:` line (each distribution must; a
+    subpackage may, for its own modules), by dotted name."""
+    found = {}
+    for name, path in modules(packages).items():
+        layers = stated_layers(path) if path.name == "__init__.py" else None
+        if layers is not None:
+            found[name] = layers
+    return found
+
+
+def child(module: str, package: str) -> str | None:
+    """The module or subpackage right below `package` that `module` is or is in; None for
+    `package`'s own `__init__` (any of its modules may import it) and modules outside it."""
+    if not module.startswith(f"{package}."):
+        return None
+    return module.removeprefix(f"{package}.").split(".")[0]
+
+
+def layer_violations(graph: dict[str, set[str]], lines: dict[str, list[set[str]]]) -> list[str]:
+    """For each package's `Layers:` line: each import between two of its layers that does not
+    go to a strictly lower one, and each module or subpackage the line leaves out or names
+    without it existing. Imports inside one subpackage are its own line's business."""
+    problems = []
+    for package, layers in sorted(lines.items()):
+        level = {name: i for i, layer in enumerate(layers) for name in layer}
+        own = {c for name in graph if (c := child(name, package)) is not None}
+        line = f"{package}'s `Layers:` line"
+        problems += [f"{package}.{name} is in no layer of {line}" for name in sorted(own - level.keys())]
+        problems += [f"{line} names {name}, which is not in it" for name in sorted(level.keys() - own)]
+        for name in sorted(graph):
+            here = child(name, package)
+            if here not in level:
                 continue
-            other = target.split(".", 1)[1]
-            if other in level and level[other] >= level[name]:
-                problems.append(f"{package}.{name} (layer {level[name]}) imports {other} (layer {level[other]})")
+            for target in sorted(graph[name]):
+                there = child(target, package)
+                if there is not None and there != here and there in level and level[there] >= level[here]:
+                    problems.append(
+                        f"{name} (layer {level[here]}: {here}) imports {target} (layer {level[there]}: {there})"
+                    )
+    return problems
+
+
+def subpackage_layer_problems(folder: Path, layers: list[set[str]]) -> list[str]:
+    """Each subpackage whose `__init__` docstring lacks a one-line summary, or a `Layer N` line
+    (N its place in the distribution's `Layers:` line) saying what it may import."""
+    level = {name: i for i, layer in enumerate(layers) for name in layer}
+    problems = []
+    for init in sorted(folder.glob("*/__init__.py")):
+        name = init.parent.name
+        doc = _docstring(init)
+        summary, _, rest = doc.partition("\n\n")
+        stated = re.search(r"^Layer (\d+)\b.*?may import", rest, re.MULTILINE | re.DOTALL)
+        if not summary.strip() or "\n" in summary.strip():
+            problems.append(f"{name}/__init__.py: its docstring does not start with a one-line summary")
+        if stated is None:
+            problems.append(f"{name}/__init__.py: no `Layer N (...): may import ...` paragraph")
+        elif name in level and int(stated.group(1)) != level[name]:
+            said = stated.group(1)
+            problems.append(f"{name}/__init__.py says Layer {said}; the `Layers:` line puts it at {level[name]}")
     return problems
 
 
 def test_no_import_cycles() -> None:
+    """Between any two modules, subpackages' own modules included."""
     found = cycles(import_graph(PACKAGES))
     assert not found, "import cycles: " + "; ".join(" ↔ ".join(c) for c in found)
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_imports_follow_the_stated_layers(package: str) -> None:
-    problems = layer_violations(import_graph(PACKAGES), package, stated_layers(PACKAGES[package] / "__init__.py"))
+    lines = layer_lines(PACKAGES)
+    assert package in lines, f"{package}/__init__.py: its docstring has no `Layers: a, b < c < ...` line"
+    mine = {name: layers for name, layers in lines.items() if name.split(".")[0] == package}
+    problems = layer_violations(import_graph(PACKAGES), mine)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_each_subpackage_states_its_layer(package: str) -> None:
+    problems = subpackage_layer_problems(PACKAGES[package], layer_lines(PACKAGES)[package])
     assert not problems, "\n".join(problems)
 
 
@@ -151,14 +223,45 @@ def test_each_distribution_imports_only_its_own_and_the_shared_schemas(package: 
     assert not wrong, wrong
 
 
-def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
-    """The checks above can fail: a lazy import that closes a loop, and an import that goes up."""
+def long_modules(packages: dict[str, Path]) -> list[str]:
+    """`module (lines)` for every module over MAX_LINES lines, longest first."""
+    lengths = {name: len(path.read_text("utf-8").splitlines()) for name, path in modules(packages).items()}
+    long = sorted(((n, name) for name, n in lengths.items() if n > MAX_LINES), reverse=True)
+    return [f"{name} ({n})" for n, name in long]
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """Every offender in one failure (not one per run): a long module is doing more than one job."""
+    long = long_modules(PACKAGES)
+    assert not long, f"modules over {MAX_LINES} lines: " + ", ".join(long)
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """A lazy import that closes a loop, an import that goes up (from a subpackage, and
+    through a relative import), a subpackage with a wrong layer number, a module too long."""
     folder = tmp_path / "pkg"
-    folder.mkdir()
-    (folder / "__init__.py").write_text('"""Toy.\n\nLayers: low < high\n"""\n')
+    (folder / "sub").mkdir(parents=True)
+    (folder / "__init__.py").write_text('"""Toy.\n\nLayers: low < sub < high\n"""\n')
     (folder / "low.py").write_text("def f():\n    from pkg.high import g\n")
     (folder / "high.py").write_text("from pkg import low\nfrom . import low as again\n")
+    (folder / "sub" / "__init__.py").write_text(
+        '"""The sub layer.\n\nLayer 2 (after low): may import pkg.low.\n\nLayers: b < a\n"""\n'
+    )
+    (folder / "sub" / "a.py").write_text("from pkg.sub import b\nfrom pkg.low import f\n")
+    (folder / "sub" / "c.py").write_text("from . import a\n")
+    (folder / "sub" / "b.py").write_text("from ..high import g\n" + "x = 1\n" * MAX_LINES)
     graph = import_graph({"pkg": folder})
     assert graph["pkg.low"] == {"pkg.high"} and graph["pkg.high"] == {"pkg.low"}
+    assert graph["pkg.sub.a"] == {"pkg.sub.b", "pkg.low"} and graph["pkg.sub.b"] == {"pkg.high"}
     assert cycles(graph) == [["pkg.high", "pkg.low"]]
-    assert layer_violations(graph, "pkg", stated_layers(folder / "__init__.py")) == ["pkg.low (layer 0) imports high (layer 1)"]
+    lines = layer_lines({"pkg": folder})
+    assert lines == {"pkg": [{"low"}, {"sub"}, {"high"}], "pkg.sub": [{"b"}, {"a"}]}
+    assert layer_violations(graph, lines) == [
+        "pkg.low (layer 0: low) imports pkg.high (layer 2: high)",
+        "pkg.sub.b (layer 1: sub) imports pkg.high (layer 2: high)",
+        "pkg.sub.c is in no layer of pkg.sub's `Layers:` line",
+    ]
+    assert subpackage_layer_problems(folder, lines["pkg"]) == [
+        "sub/__init__.py says Layer 2; the `Layers:` line puts it at 1"
+    ]
+    assert long_modules({"pkg": folder}) == [f"pkg.sub.b ({MAX_LINES + 1})"]

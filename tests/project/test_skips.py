@@ -4,11 +4,13 @@ test file in a pytest of its own whose DOCKER_HOST points at a socket nobody ser
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REQUIRE_DOCKER, ROOT
+from openenvgen_testsupport.paths import ROOT, TESTS
+from openenvgen_testsupport.skips import REQUIRE_DOCKER
 
 TINY = '''
 import pytest
@@ -33,10 +35,10 @@ DEAD_SOCKET_LINE = "SKIPPED docker and swarm tests: they need a Docker daemon: n
 
 
 def run_tiny(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403 (its hooks)\n")
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")  # its hooks, as the suite runs them
     (tmp_path / "test_tiny.py").write_text(TINY)
     environ = {k: v for k, v in os.environ.items() if k != REQUIRE_DOCKER}
-    environ |= {"PYTHONPATH": str(ROOT), "DOCKER_HOST": f"unix://{tmp_path}/nobody.sock", **env}
+    environ |= {"DOCKER_HOST": f"unix://{tmp_path}/nobody.sock", **env}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_tiny.py"],
         cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,

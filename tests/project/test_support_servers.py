@@ -8,38 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from openai import AsyncOpenAI
+from openenv.core.generic_client import GenericEnvClient
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed
 
-# tests/ is not a package, so pytest's rootdir-relative import puts tests/ (not
-# the repo root) on sys.path; make `tests.support` importable however pytest
-# is launched.
-_REPO_ROOT = str(Path(__file__).resolve().parents[1])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
-
-from openai import AsyncOpenAI  # noqa: E402
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
-from websockets.asyncio.client import connect as ws_connect  # noqa: E402
-from websockets.exceptions import ConnectionClosed  # noqa: E402
-
-from tests.support.fixture_envs import (  # noqa: E402
+from openenvgen_testsupport.fixture_envs import (
     extract_guess,
     make_grid_app,
     make_mcp_app,
     make_wordle_app,
     wordle_feedback,
 )
-from tests.support.scripted_model import (  # noqa: E402
+from openenvgen_testsupport.scripted_model import (
     Script,
     ScriptedChatModel,
     conversation_key,
 )
-from tests.support.servers import free_port, serve_app, serve_app_subprocess  # noqa: E402
+from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
 
 
 def http() -> httpx.Client:
@@ -436,7 +426,7 @@ def test_serve_app_subprocess_can_be_killed_mid_episode() -> None:
         finally:
             await env.close()
 
-    with serve_app_subprocess("tests.support.fixture_envs:wordle_app") as url:
+    with serve_app_subprocess("openenvgen_testsupport.fixture_envs:wordle_app") as url:
         assert url.startswith("http://127.0.0.1:")
         with http() as client:
             assert client.get(f"{url}/health").status_code == 200
@@ -444,7 +434,7 @@ def test_serve_app_subprocess_can_be_killed_mid_episode() -> None:
 
     # --factory builds a fresh app from a zero-argument factory.
     with serve_app_subprocess(
-        "tests.support.fixture_envs:make_grid_app", factory=True
+        "openenvgen_testsupport.fixture_envs:make_grid_app", factory=True
     ) as url, http() as client:
         assert "direction" in client.get(f"{url}/schema").json()["action"]["properties"]
     assert not url.alive

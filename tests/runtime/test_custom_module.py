@@ -22,11 +22,11 @@ from pydantic import Field
 
 from openenvgen_runtime.extensions import NO_EXTENSION, ExtensionError, HookError, load_extension
 from openenvgen_runtime.observations import ObservationView
-from tests.support.adapters import OPENENV_GEN, generate_from_server, load_env, run_all
-from tests.support.fixture_envs import WordGuessAction, WordGuessEnvironment, make_wordle_app, wordle_feedback
-from tests.support.rollout import VF_EVAL, run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.adapters import OPENENV_GEN, generate_from_server, load_env, run_all
+from openenvgen_testsupport.fixture_envs import WordGuessAction, WordGuessEnvironment, make_wordle_app, wordle_feedback
+from openenvgen_testsupport.rollout import VF_EVAL, run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 
@@ -440,8 +440,8 @@ def test_a_renderer_that_raises_fails_only_its_episode(wordle_server: str, tmp_p
 
 
 def test_stale_hook_notes_come_from_code_not_comments(template: Path, tmp_path: Path) -> None:
-    from openenvgen.checking import load_spec
-    from openenvgen.regen import stale_hooks
+    from openenvgen.build.on_disk import load_spec
+    from openenvgen.lifecycle.changelog import stale_hooks
 
     old = load_spec(template)
     observation = json.loads(json.dumps(old.observation_schema))

@@ -5,8 +5,6 @@ names, docstring whitespace), or has drifted; and the same verdicts as `check --
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +16,18 @@ from openenv.core.env_server.types import Action
 from pydantic import Field
 
 from openenvgen_schemas import modeldiff as generator_modeldiff
-from openenvgen.render import snapshot_text, spec_from_snapshot
-from openenvgen.sources import from_server
+from openenvgen.build.render import spec_from_snapshot
+from openenvgen.sources.server import from_server
 from openenvgen.spec import build_spec
-from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.drift import DriftError, check_drift, diff, live_interface, snapshot_interface
-from openenvgen_runtime.pool import ServerPool
-from tests.support.fixture_envs import WordGuessEnvironment, WordGuessObservation, make_mcp_app, make_wordle_app
-from tests.support.servers import serve_app
+from openenvgen_testsupport.drift import pool_servers, write_snapshot
+from openenvgen_testsupport.fixture_envs import (
+    WordGuessEnvironment,
+    WordGuessObservation,
+    make_mcp_app,
+    make_wordle_app,
+)
+from openenvgen_testsupport.servers import serve_app
 
 
 class RenamedGuessAction(Action):
@@ -58,30 +60,6 @@ def servers() -> Iterator[dict[str, str]]:
         serve_app(make_mcp_app(), ready_path="/health") as mcp,
     ):
         yield {"wordle": str(wordle), "renamed": str(renamed), "stricter": str(stricter), "mcp": str(mcp)}
-
-
-def write_snapshot(url: str, path: Path, *, edit: Any = None) -> Path:
-    """The snapshot the generator writes for a package made from the server at `url`."""
-    spec = build_spec(from_server(url), name="drift", env_id="test/drift")
-    data = json.loads(snapshot_text(spec))
-    if edit is not None:
-        edit(data)
-    path.write_text(json.dumps(data, indent=2), "utf-8")
-    return path
-
-
-def pool_servers(urls: list[str], *, mcp: bool) -> list[Any]:
-    """The servers as the run's pool holds them (schema and tool list fetched once)."""
-
-    async def start() -> list[Any]:
-        pool = ServerPool(AdapterConfig(base_url=urls), mcp=mcp)
-        await pool.start()
-        try:
-            return list(pool.servers)
-        finally:
-            await pool.stop()
-
-    return asyncio.run(start())
 
 
 def test_an_unchanged_server_passes_in_every_mode(servers: dict[str, str], tmp_path: Path, caplog: Any) -> None:

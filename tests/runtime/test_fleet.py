@@ -21,31 +21,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
-from tests.support.adapters import (
-    UV_FIXTURE_APP,
-    UV_FIXTURE_PROJECT,
-    generate_uv_fixture_package,
+from openenvgen_testsupport.adapters import (
     load_env,
     marked_processes,
     model_context,
     outcome,
     uv_taskset,
 )
-from tests.support.fixture_envs import make_wordle_app
-from tests.support.rollout import run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import free_port, serve_app, serve_app_subprocess
+from openenvgen_testsupport.fixture_envs import make_wordle_app
+from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+from openenvgen_testsupport.rollout import run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
 
 pytestmark = pytest.mark.rollout
 
 WORDLE_WIN = Script(["[slate]", "[crane]"])
-
-
-@pytest.fixture(scope="module")
-def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generate_uv_fixture_package(tmp_path_factory.mktemp("pkgs"))
 
 
 def load_with_retries(package_id: str, taskset: dict[str, Any], retries: int) -> Any:
@@ -83,7 +76,7 @@ def test_a_server_killed_mid_run_loses_only_its_in_flight_episodes(
     caplog.set_level(logging.INFO, logger="openenvgen_runtime")
     with (
         serve_app_subprocess(
-            "tests.support.fixture_envs:make_tagged_wordle_app",
+            "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
             env={"WORDLE_FIXTURE_TAG": "doomed"},
             factory=True,
             ready_path="/health",

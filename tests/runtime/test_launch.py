@@ -11,11 +11,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 
-from tests.support.adapters import (
-    UV_FIXTURE_APP,
-    UV_FIXTURE_PROJECT,
+from openenvgen_testsupport.adapters import (
     generate_from_server,
     load_env,
     marked_processes,
@@ -24,9 +22,10 @@ from tests.support.adapters import (
     uv_taskset,
     wait_for,
 )
-from tests.support.rollout import start_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+from openenvgen_testsupport.rollout import start_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 
@@ -36,12 +35,14 @@ def guess_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Generate the package from the env launched once by hand with OpenEnv's UV provider."""
     from openenvgen_runtime import launch
 
-    provider, url = launch.start("test/guess-env", {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_FIXTURE_APP}, use_docker=False, timeout=240)
+    options = {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_FIXTURE_APP}
+    provider = launch.make_provider("test/guess-env", options, mode="uv", timeout=240)
     try:
-        assert wait_for(lambda: _healthy(url), timeout=240), launch.log_tail(provider)
+        (url,) = provider.launch()
+        assert wait_for(lambda: _healthy(url), timeout=240), provider.log_tail()
         return generate_from_server("guess", url, tmp_path_factory.mktemp("pkgs"))
     finally:
-        launch.stop(provider)
+        provider.stop()
 
 
 def _healthy(url: str) -> bool:

@@ -1,6 +1,6 @@
 """What the model reads of an observation (openenvgen_runtime.observations), against a real
 OpenEnv server whose observations carry images, audio, an env system prompt and the
-answer in `metadata` (tests/support/media_envs.py)."""
+answer in `metadata` (openenvgen_testsupport.media_envs)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from openenvgen_runtime.observations import (
     numeric_metrics,
     system_prompt_with_env,
 )
-from tests.support.fixture_envs import make_wordle_app
-from tests.support.media_envs import COLOURS, GIF, JPEG, MP3, PICTURE_SYSTEM_PROMPT, WEBP, make_picture_app, png, wav
-from tests.support.servers import serve_app
+from openenvgen_testsupport.fixture_envs import make_wordle_app
+from openenvgen_testsupport.media_envs import COLOURS, GIF, JPEG, MP3, PICTURE_SYSTEM_PROMPT, WEBP, make_picture_app, png, wav
+from openenvgen_testsupport.servers import serve_app
 
 
 @pytest.fixture(scope="module")

@@ -5,16 +5,14 @@ project (tests/fixtures/uv_env) whose package default app does not exist there."
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from openenvgen_runtime.config import AdapterConfig
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.pool import ServerPool
-
-PROJECT = Path(__file__).parent / "fixtures" / "uv_env"
+from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 
 
 class PackageConfig(AdapterConfig):
@@ -38,7 +36,7 @@ def test_provider_kwargs_merge_over_the_package_defaults() -> None:
 def test_a_failed_launch_names_the_command_and_app_it_ran() -> None:
     """Only `project_path` set: the package's default app is kept (and here it is not the
     project's module, the upstream `ModuleNotFoundError: No module named 'server'` case)."""
-    config = PackageConfig(provider_kwargs={"project_path": str(PROJECT)}, startup_timeout=240)
+    config = PackageConfig(provider_kwargs={"project_path": str(UV_FIXTURE_PROJECT)}, startup_timeout=240)
 
     async def start() -> None:
         pool = ServerPool(config, mcp=False)
@@ -52,5 +50,6 @@ def test_a_failed_launch_names_the_command_and_app_it_ran() -> None:
     message = str(error.value)
     first, *log = message.splitlines()
     assert first.startswith("test/guess-env (uv): server exited with code ")
-    assert log[0].startswith(f"$ uv run --isolated --project {PROJECT} -- uvicorn server.app:app --host 127.0.0.1 --port ")
+    command = f"$ uv run --isolated --project {UV_FIXTURE_PROJECT} -- uvicorn server.app:app --host 127.0.0.1 --port "
+    assert log[0].startswith(command)
     assert "No module named 'server'" in message

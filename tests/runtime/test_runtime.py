@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.adapters import generate_from_server, load_env, outcome, run_all
-from tests.support.fixture_envs import make_grid_app, make_wordle_app
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app, serve_app_subprocess
+from openenvgen_testsupport.adapters import generate_from_server, load_env, outcome, run_all
+from openenvgen_testsupport.fixture_envs import make_grid_app, make_wordle_app
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app, serve_app_subprocess
 
 pytestmark = pytest.mark.rollout
 
@@ -85,7 +85,7 @@ def test_thirty_two_episodes_over_four_single_session_servers(grid_pkg: str) -> 
     pool learns each server's capacity from CAPACITY_REACHED, and none is reported failed."""
     from contextlib import ExitStack
 
-    from tests.support.adapters import model_context
+    from openenvgen_testsupport.adapters import model_context
 
     model = ScriptedChatModel(Script([GRID_WIN]))
     with ExitStack() as stack:
@@ -115,7 +115,7 @@ def test_killing_a_server_mid_episode_ends_only_its_episode(wordle_pkg: str, tmp
     """Two servers; one is killed while its episode waits for the model. That episode ends
     as env_lost (failed, not silently reconnected to a fresh env); the other wins."""
     with serve_app_subprocess(
-        "tests.support.fixture_envs:make_tagged_wordle_app",
+        "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
         env={"WORDLE_FIXTURE_TAG": "doomed"},
         factory=True,
         ready_path="/health",

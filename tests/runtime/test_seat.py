@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.adapters import load_env, outcome, run_all
-from tests.support.rollout import run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel, ToolCalls
-from tests.support.servers import serve_app
+from openenvgen_testsupport.adapters import load_env, outcome, run_all
+from openenvgen_testsupport.rollout import run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel, ToolCalls
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 

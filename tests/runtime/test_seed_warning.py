@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.adapters import load_env, run_all
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.adapters import load_env, run_all
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
 EVIDENCE = "two sessions reset with seed 0 differed over the reset, at reset.state.secret"
@@ -28,9 +28,9 @@ _ids = itertools.count()
 
 def _package(wordle_server: str, root: Path, verdict: str) -> str:
     """A package generated from the live fixture server, its spec carrying `verdict`."""
-    from openenvgen.pipeline import resolve_spec
-    from openenvgen.render import render_package
-    from openenvgen.writer import write_tree
+    from openenvgen.build.package import resolve_spec
+    from openenvgen.build.render import render_package
+    from openenvgen.build.writer import write_tree
 
     name = f"seeded_{verdict}_{next(_ids)}"
     spec = resolve_spec(name, base_url=wordle_server, env_id=f"test/{name}")

@@ -1,5 +1,5 @@
 """Reproducible tasks and OpenEnv's Task API (openenvgen_runtime.tasks), against real
-servers: an in-process `create_app` env with the Task API routes (tests/support/media_envs)
+servers: an in-process `create_app` env with the Task API routes (openenvgen_testsupport.media_envs)
 and an openenv 0.10 env project (tests/fixtures/uv_task_env) launched with OpenEnv's UV
 provider, whose own HTTP server serves the Task API."""
 
@@ -9,7 +9,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,13 +25,11 @@ from openenvgen_runtime.tasks import (
     run_blocking,
 )
 
-from tests.support.adapters import marked_processes, wait_for
-from tests.support.fixture_envs import make_wordle_app
-from tests.support.media_envs import TASK_ENV_NAME, make_task_api_app
-from tests.support.servers import serve_app
-
-UV_PROJECT = Path(__file__).parent / "fixtures" / "uv_task_env"
-UV_APP = "count_env.server:app"
+from openenvgen_testsupport.adapters import marked_processes, wait_for
+from openenvgen_testsupport.fixture_envs import make_wordle_app
+from openenvgen_testsupport.media_envs import TASK_ENV_NAME, make_task_api_app
+from openenvgen_testsupport.paths import UV_TASK_FIXTURE_APP, UV_TASK_FIXTURE_PROJECT
+from openenvgen_testsupport.servers import serve_app
 
 
 class PackageConfig(AdapterConfig):
@@ -128,7 +125,11 @@ class CountEnvPackage(AdapterConfig):
 
 def _uv_config(marker: str, **extra: Any) -> CountEnvPackage:
     return CountEnvPackage(
-        provider_kwargs={"project_path": str(UV_PROJECT), "app": UV_APP, "env_vars": {"OPENENVGEN_TEST_MARKER": marker}},
+        provider_kwargs={
+            "project_path": str(UV_TASK_FIXTURE_PROJECT),
+            "app": UV_TASK_FIXTURE_APP,
+            "env_vars": {"OPENENVGEN_TEST_MARKER": marker},
+        },
         startup_timeout=240,
         **extra,
     )

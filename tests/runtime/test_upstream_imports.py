@@ -1,5 +1,6 @@
-"""OpenEnv's client is imported without its server's Gradio web UI (seconds of every eval
-process's start-up), and a server made later in the same process still gets its UI."""
+"""Nothing of OpenEnv is imported with the runtime; its client is imported without its server's
+Gradio web UI (seconds of every eval process's start-up), and a server made later in the same
+process still gets its UI."""
 
 from __future__ import annotations
 
@@ -10,22 +11,35 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rollout import run_eval
-from tests.support.scripted_model import Script, ScriptedChatModel
-from tests.support.servers import serve_app
+from openenvgen_testsupport.rollout import run_eval
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+from openenvgen_testsupport.servers import serve_app
+
+UP_FRONT = """
+import sys
+import openenvgen_runtime, openenvgen_runtime.launch, openenvgen_runtime.pool
+assert not [m for m in sys.modules if m.split(".")[0] == "openenv"], "importing the runtime imported OpenEnv"
+print("ok")
+"""
 
 SCRIPT = """
 import sys
 from openenvgen_runtime.pool import CLIENT_MODULE
-from openenvgen_runtime.upstream import openenv_module
+from openenvgen_runtime.openenv_private import openenv_module
 
 assert openenv_module(CLIENT_MODULE).GenericEnvClient.__name__ == "GenericEnvClient"
-assert openenv_module("openenv.core.containers.runtime").UVProvider
+from openenvgen_runtime import uv_provider
+assert issubclass(uv_provider.UVServer, openenv_module("openenv.core.containers.runtime").UVProvider)
 assert "gradio" not in sys.modules, "the client import pulled in Gradio"
 from openenv.core.env_server.web_interface import create_web_interface_app
 assert "gradio" in sys.modules and callable(create_web_interface_app)
 print("ok")
 """
+
+
+def test_the_runtime_imports_nothing_of_openenv_up_front() -> None:
+    proc = subprocess.run([sys.executable, "-c", UP_FRONT], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_the_client_skips_the_web_ui_and_a_later_server_still_gets_it() -> None:

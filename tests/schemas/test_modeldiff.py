@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from openenvgen_schemas.modeldiff import Change, ModelDiff, bump, diff_schemas, diff_specs, documented_args, tool_summary
+from openenvgen_schemas.compatibility import diff_schemas
+from openenvgen_schemas.docstrings import documented_args, tool_summary
+from openenvgen_schemas.modeldiff import Change, ModelDiff, bump, diff_specs
 from openenvgen.spec import EnvDefaults, EnvMetadata, EnvSpec, ToolSpec
 
 
@@ -29,6 +31,12 @@ INPUT_CASES = [
     ("title only (normalised away)", obj(a={**S, "title": "A"}), obj(a={**S, "title": "Alpha"}), []),
     ("description only", obj(a={**S, "description": "x"}), obj(a={**S, "description": "y"}), [("patch", "action.a", 'description changed: "x" → "y"')]),
     ("description re-wrapped (whitespace only)", obj(a={**S, "description": "one two\n  three"}), obj(a={**S, "description": "one  two three"}), []),
+    (
+        "title and re-wrapped description in unevaluatedProperties (normalised away)",
+        {**obj(a=S), "unevaluatedProperties": {**I, "title": "A", "description": "one\n two"}},
+        {**obj(a=S), "unevaluatedProperties": {**I, "title": "B", "description": "one two"}},
+        [],
+    ),
     ("top-level description", {**obj(a=S), "description": "x"}, {**obj(a=S), "description": "y"}, [("patch", "action", "description changed")]),
     ("examples only", obj(a={**S, "examples": ["a"]}), obj(a={**S, "examples": ["b"]}), [("patch", "action.a", "examples changed")]),
     ("default changed", obj(a={**S, "default": "x"}), obj(a={**S, "default": "y"}), [("patch", "action.a", 'default changed: "x" → "y"')]),

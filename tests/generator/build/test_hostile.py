@@ -25,15 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openenvgen.codegen import combined_schema, generate_models
-from openenvgen.render import render_package
+from openenvgen.build.codegen import combined_schema, generate_models
+from openenvgen.build.render import render_package
 from openenvgen_schemas.normalise import equivalent
 from openenvgen.errors import SchemaError
-from openenvgen.spec import Capture, build_spec
-from tests.test_cli_errors import _one_line_error
-from tests.test_generate import gen
+from openenvgen.spec import ServerInterface, build_spec
+from openenvgen_testsupport.generating import assert_one_line_error, gen
+from openenvgen_testsupport.paths import HOSTILE
 
-HOSTILE = Path(__file__).parent / "hostile"
 EXPECTED = tomllib.loads((HOSTILE / "expected.toml").read_text())
 CANARY = Path("/tmp/openenvgen-hostile-canary")
 
@@ -55,7 +54,7 @@ def test_hostile_case(case: str, tmp_path: Path) -> None:
     out = tmp_path / "pkg"
     result = gen("hostile", "--schema-file", str(HOSTILE / f"{case}.json"), "--out", str(out))
     if expect["outcome"] == "refuse":
-        _one_line_error(result, expect["exit"], expect["message"])
+        assert_one_line_error(result, expect["exit"], expect["message"])
         assert not out.exists()
         return
     assert result.returncode == 0, result.stderr
@@ -77,7 +76,7 @@ print(json.dumps(model.model_json_schema()))
     assert run.returncode == 0, run.stderr
     assert equivalent(json.loads(run.stdout), capture["schema"]["action"])
     # The observation models (step, and reset where served) equal their schemas too.
-    names = generate_models(build_spec(Capture.model_validate(capture), name="hostile", env_id="openenv/hostile"))
+    names = generate_models(build_spec(ServerInterface.model_validate(capture), name="hostile", env_id="openenv/hostile"))
     typed = {"observation": names.observation_class}
     if "reset_observation" in capture["schema"]:
         typed["reset_observation"] = names.reset_observation_class
@@ -98,7 +97,7 @@ print(json.dumps({{key: getattr(models, cls).model_json_schema() for key, cls in
 @pytest.mark.parametrize("bad", ["../evil", "a/b", "x..y", "Wordle", "class", "a-b"])
 def test_env_names_that_could_escape_or_collide_are_refused(bad: str, tmp_path: Path) -> None:
     result = gen(bad, "--schema-file", str(HOSTILE / "ref_cycle.json"), cwd=tmp_path)
-    _one_line_error(result, 64, "env name")
+    assert_one_line_error(result, 64, "env name")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -108,7 +107,7 @@ def test_env_names_that_could_escape_or_collide_are_refused(bad: str, tmp_path: 
 )
 def test_package_and_env_id_are_checked(flag: str, value: str, fragment: str, tmp_path: Path) -> None:
     result = gen("ok", "--schema-file", str(HOSTILE / "ref_cycle.json"), flag, value, cwd=tmp_path)
-    _one_line_error(result, 64, fragment)
+    assert_one_line_error(result, 64, fragment)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -198,7 +197,7 @@ def test_generated_packages_are_safe_and_faithful(tmp_path_factory: pytest.TempP
     if tools is not None:
         action = {**action, "properties": {**action["properties"], "type": {"const": "call_tool", "default": "call_tool", "type": "string"}}}
         action["required"] = [r for r in action["required"] if r != "type"]
-    capture = Capture(schema={"action": action, "observation": {"type": "object", "properties": {}}}, metadata=meta, tools=tools)
+    capture = ServerInterface(schema={"action": action, "observation": {"type": "object", "properties": {}}}, metadata=meta, tools=tools)
     name = f"prop{next(_counter)}"
     try:
         spec = build_spec(capture, name=name, env_id="test/prop")
@@ -287,7 +286,7 @@ names_strategy_for_defs = st.one_of(st.sampled_from(["class", "__init__", "BaseM
 def test_generated_union_packages_are_safe_and_faithful(tmp_path_factory: pytest.TempPathFactory, action) -> None:
     from openenvgen_schemas.normalise import inline_refs, union_members
 
-    capture = Capture(schema={"action": action, "observation": {"type": "object", "properties": {}}})
+    capture = ServerInterface(schema={"action": action, "observation": {"type": "object", "properties": {}}})
     name = f"union{next(_counter)}"
     try:
         spec = build_spec(capture, name=name, env_id="test/union")

@@ -2,7 +2,7 @@
 
 Against upstream's own union (agent_world_model_env's recorded `/schema`, and the schema
 Pydantic writes for the same union of openenv's MCP actions) and a real OpenEnv server
-whose action is a discriminated union (tests/support/union_envs.py, made with
+whose action is a discriminated union (openenvgen_testsupport.union_envs, made with
 `create_app`): the generated model's JSON schema equals the server's, it validates like
 the server's union, an invalid reply is told against its closest member, each member is
 one function tool, episodes play in text and tools formats, and the model diff, `check
@@ -27,18 +27,18 @@ from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from openenvgen import sources
-from openenvgen.codegen import combined_schema
-from openenvgen.render import render_package, snapshot_text, spec_from_snapshot
-from openenvgen.spec import Capture, build_spec
+from openenvgen.build.codegen import combined_schema
+from openenvgen.build.render import render_package, render_snapshot, spec_from_snapshot
+from openenvgen.spec import ServerInterface, build_spec
 from openenvgen_schemas.modeldiff import ModelDiff, diff_actions, diff_specs
 from openenvgen_schemas.normalise import equivalent, inline_refs
-from tests.conftest import ROOT, import_generated
-from tests.support.adapters import generate_from_server, load_env, outcome, run_all
-from tests.support.scripted_model import Script, ScriptedChatModel, ToolCalls
-from tests.support.servers import serve_app
-from tests.test_generate import _tree, gen
+from openenvgen_testsupport.adapters import generate_from_server, load_env, outcome, run_all
+from openenvgen_testsupport.generating import file_tree, gen, import_generated
+from openenvgen_testsupport.paths import FIXTURES, HOSTILE
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel, ToolCalls
+from openenvgen_testsupport.servers import serve_app
 
-AWM = ROOT / "tests" / "fixtures" / "recordings" / "agent_world_model_env" / "schema.json"
+AWM = FIXTURES / "captures" / "agent_world_model_env" / "schema.json"
 
 
 def _awm_schema() -> dict[str, Any]:
@@ -82,7 +82,7 @@ def _accepts(model: Any, payload: Any) -> bool:
 
 @pytest.fixture(scope="module")
 def union_server() -> Iterator[str]:
-    from tests.support.union_envs import make_union_app
+    from openenvgen_testsupport.union_envs import make_union_app
 
     with serve_app(make_union_app(), ready_path="/health") as url:
         yield str(url)
@@ -90,7 +90,7 @@ def union_server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def reset_server() -> Iterator[str]:
-    from tests.support.union_envs import make_union_app
+    from openenvgen_testsupport.union_envs import make_union_app
 
     with serve_app(make_union_app(reset_observation=True), ready_path="/health") as url:
         yield str(url)
@@ -108,7 +108,7 @@ def test_upstream_awm_union_generates_a_discriminated_root_model(tmp_path_factor
     from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 
     schema = _awm_schema()
-    spec = build_spec(Capture(schema=schema), name="agent_world_model", env_id="openenv/agent_world_model_env")
+    spec = build_spec(ServerInterface(schema=schema), name="agent_world_model", env_id="openenv/agent_world_model_env")
     assert spec.is_union and not spec.is_mcp
     files = render_package(spec)
     source = files["agent_world_model_openenv/models.py"]
@@ -121,7 +121,7 @@ def test_upstream_awm_union_generates_a_discriminated_root_model(tmp_path_factor
     assert equivalent(model.model_json_schema(), schema["action"])
     # The same union over this machine's openenv (0.4.1) models, as its /schema would write it.
     server = TypeAdapter(Annotated[ListToolsAction | CallToolAction, Field(discriminator="type")])
-    live = build_spec(Capture(schema={**schema, "action": server.json_schema()}), name="awm", env_id="t/awm")
+    live = build_spec(ServerInterface(schema={**schema, "action": server.json_schema()}), name="awm", env_id="t/awm")
     assert equivalent(_union_model(live, tmp_path_factory).model_json_schema(), server.json_schema())
     for payload, ok in [
         ({"type": "list_tools"}, True),
@@ -135,7 +135,7 @@ def test_upstream_awm_union_generates_a_discriminated_root_model(tmp_path_factor
 
 
 def test_live_union_server_schema_and_validation_agree(union_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from tests.support.union_envs import CounterUnion
+    from openenvgen_testsupport.union_envs import CounterUnion
 
     spec = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
     assert spec.is_union
@@ -153,12 +153,12 @@ def test_live_union_server_schema_and_validation_agree(union_server: str, tmp_pa
 
 def test_a_plain_anyof_union_of_models_generates_too(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Without a discriminator (Pydantic's smart union: `anyOf`), and members written in place."""
-    from tests.support.union_envs import AddAction, SubmitAction
+    from openenvgen_testsupport.union_envs import AddAction, SubmitAction
 
     adapter = TypeAdapter(AddAction | SubmitAction)
     schema = adapter.json_schema()
     assert "anyOf" in schema and "discriminator" not in schema
-    spec = build_spec(Capture(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="plain", env_id="t/plain")
+    spec = build_spec(ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="plain", env_id="t/plain")
     model = _union_model(spec, tmp_path_factory)
     assert equivalent(model.model_json_schema(), schema)
     for payload in ({"amount": 3}, {"kind": "submit", "total": 4}, {"amount": 9}, {"total": "x"}, {}):
@@ -206,7 +206,7 @@ def test_without_a_discriminator_the_closest_member_has_the_fewest_errors(tmp_pa
 
     member = lambda title, **props: {"type": "object", "title": title, "properties": props, "required": sorted(props), "additionalProperties": False}  # noqa: E731
     schema = {"anyOf": [member("Move", dx={"type": "integer"}, dy={"type": "integer"}), member("Say", text={"type": "string"})]}
-    spec = build_spec(Capture(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="nodisc", env_id="t/n")
+    spec = build_spec(ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="nodisc", env_id="t/n")
     space = ActionSpace(action_model=_union_model(spec, tmp_path_factory), action_schema=spec.action_schema)
     assert space.parse('{"dx": 1, "dy": 2}') == {"dx": 1, "dy": 2}
     with pytest.raises(InvalidAction) as info:
@@ -357,17 +357,17 @@ def test_a_hostile_union_leaves_an_existing_package_untouched(union_pkg: str, tm
     pkg_dir = next(Path(p) for p in sys.path if Path(p).name == union_pkg.removesuffix("-openenv").replace("-", "_"))
     pkg = tmp_path / "counter-openenv"
     shutil.copytree(pkg_dir, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    before = _tree(pkg)
-    bad = ROOT / "tests" / "hostile" / "union_discriminator_missing_property.json"
+    before = file_tree(pkg)
+    bad = HOSTILE / "union_discriminator_missing_property.json"
     result = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(bad))
     assert result.returncode == 65 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "discriminator names 'kind', a property union member 2 (Down) does not have" in result.stderr
-    assert _tree(pkg) == before
+    assert file_tree(pkg) == before
 
 
 def test_the_drift_guard_rates_union_members(union_server: str, tmp_path: Path, caplog: Any) -> None:
     from openenvgen_runtime.drift import DriftError, check_drift
-    from tests.test_drift_guard import pool_servers, write_snapshot
+    from openenvgen_testsupport.drift import pool_servers, write_snapshot
 
     live = pool_servers([union_server], mcp=False)
     check_drift(live, write_snapshot(union_server, tmp_path / "same.json"), "error")
@@ -384,23 +384,23 @@ def test_the_drift_guard_rates_union_members(union_server: str, tmp_path: Path, 
 
 
 def test_reset_observation_is_kept_in_the_spec_and_snapshot(reset_server: str, union_server: str) -> None:
-    from tests.support.union_envs import CounterObservation, CounterStart
+    from openenvgen_testsupport.union_envs import CounterObservation, CounterStart
 
     spec = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
     assert spec.reset_observation_schema == CounterStart.model_json_schema()
     assert spec.observation_schema == CounterObservation.model_json_schema()
-    text = snapshot_text(spec)
+    text = render_snapshot(spec)
     assert json.loads(text)["reset_observation_schema"] == CounterStart.model_json_schema()
     assert spec_from_snapshot(text) == spec
     # A server without it (openenv < 0.10): no key, so such snapshots are unchanged.
     plain = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
-    assert plain.reset_observation_schema is None and "reset_observation_schema" not in json.loads(snapshot_text(plain))
+    assert plain.reset_observation_schema is None and "reset_observation_schema" not in json.loads(render_snapshot(plain))
     assert plain.schema_sha256 != spec.schema_sha256
 
 
 def test_reset_observation_drift_is_reported(reset_server: str, union_server: str, tmp_path: Path) -> None:
     from openenvgen_runtime.drift import DriftError, check_drift
-    from tests.test_drift_guard import pool_servers, write_snapshot
+    from openenvgen_testsupport.drift import pool_servers, write_snapshot
 
     with_reset = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
     without = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
@@ -425,8 +425,8 @@ def test_reset_observation_drift_is_reported(reset_server: str, union_server: st
 
 
 def test_the_package_types_both_observations(reset_server: str, union_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from openenvgen.codegen import generate_models
-    from tests.support.union_envs import CounterObservation, CounterStart
+    from openenvgen.build.codegen import generate_models
+    from openenvgen_testsupport.union_envs import CounterObservation, CounterStart
 
     spec = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
     names = generate_models(spec)
@@ -447,10 +447,10 @@ def test_the_package_types_both_observations(reset_server: str, union_server: st
     assert generate_models(plain).reset_observation_class is None
 
 
-@pytest.mark.parametrize("name", sorted(__import__("openenvgen.catalog", fromlist=["entries"]).entries()))
+@pytest.mark.parametrize("name", sorted(__import__("openenvgen.catalog.reader", fromlist=["entries"]).entries()))
 def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from openenvgen.codegen import generate_models
-    from openenvgen.pipeline import resolve_spec
+    from openenvgen.build.codegen import generate_models
+    from openenvgen.build.package import resolve_spec
 
     spec = resolve_spec(name)
     names = generate_models(spec)
@@ -462,12 +462,12 @@ def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factor
 
 
 def test_stale_hooks_name_a_removed_member_and_reset_field(reset_server: str, union_server: str, tmp_path: Path) -> None:
-    from openenvgen.regen import stale_hooks
+    from openenvgen.lifecycle.changelog import stale_hooks
 
     old = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
     capture = _counter_capture(union_server)
     _drop_member(capture, "PeekAction")
-    new = build_spec(Capture.model_validate(capture), name="counter", env_id="test/counter")
+    new = build_spec(ServerInterface.model_validate(capture), name="counter", env_id="test/counter")
     custom = tmp_path / "custom.py"
     custom.write_text('def render(observation):\n    return f"{observation[\'target\']}"\n\nFIRST = {"kind": "peek"}\n')
     assert stale_hooks(custom, old, new) == [

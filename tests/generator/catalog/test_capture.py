@@ -8,7 +8,7 @@ tests/fixtures/uv_env, which has no randomness, and a dice env whose reset rolls
 without its seed) and one whose app fails on import. The guess env's catalog entry has run
 settings (`capture = { python, with, overrides }`), as grid_world, openspiel and dm_control
 have. One capture run records all three; the tests read what it wrote (the session, the
-seed verdicts, the server's validation verdicts), serve it back with the replay server and
+seed verdicts, the server's validation rulings), serve it back with the replay server and
 build a catalog from it.
 """
 
@@ -19,18 +19,20 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from openenvgen.capture import RunSettings, env_folders, override_project, run_capture, uv_command, uv_run_prefix
-from openenvgen.corpus import with_source, write_catalog
-from tests.support.replay_env import catalog_action, load_recording, make_replay_app
-from tests.support.servers import serve_app
+from openenvgen.catalog.capture import env_folders, run_capture
+from openenvgen.catalog.snapshots import with_source, write_catalog
+from openenvgen.sources.uv_server import RunSettings, override_project, uv_command, uv_run_prefix
+from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
+from openenvgen_testsupport.replay_env import catalog_action, load_recording, make_replay_app
+from openenvgen_testsupport.servers import serve_app
 
-FIXTURE = Path(__file__).parent / "fixtures" / "uv_env"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 _PYPROJECT = """\
@@ -52,7 +54,7 @@ package-dir = {{ "{name}" = ".", "{name}.server" = "server" }}
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CATALOG = f"""\
 [envs.guess]
-corpus = "guess_env"
+env_folder = "guess_env"
 env_id = "openenv/guess_env"
 app = "guess_env.server.app:app"
 action_hint = "Guess a number from 0 to 9."
@@ -62,7 +64,7 @@ episode = [{{ guess = 3 }}, {{ guess = 7 }}]
 capture = {{ python = "{PYTHON}", with = ["uvicorn>=0.30"], overrides = ["uvicorn>=0.30"] }}
 
 [envs.dice]
-corpus = "dice_env"
+env_folder = "dice_env"
 env_id = "openenv/dice_env"
 app = "dice_env.server.app:app"
 action_hint = "Say stop."
@@ -132,14 +134,14 @@ def _env(checkout: Path, name: str, app_source: str) -> None:
 def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("capture")
     checkout = root / "OpenEnv"
-    _env(checkout, "guess_env", (FIXTURE / "guess_env" / "server.py").read_text())
+    _env(checkout, "guess_env", (UV_FIXTURE_PROJECT / "guess_env" / "server.py").read_text())
     _env(checkout, "broken_env", 'raise RuntimeError("broken_env needs a GPU")\n')
     _env(checkout, "dice_env", DICE_APP)
     (checkout / "envs" / "README.md").write_text("not an env\n")
     data = root / "data"
     data.mkdir()
     (data / "catalog.toml").write_text(CATALOG)
-    out = root / "recordings"
+    out = root / "captures"
     lines: list[str] = []
     # The guess env's `python = "<this version>"` is found through the --python mapping.
     interpreters = {PYTHON: sys.executable}
@@ -222,8 +224,6 @@ def test_run_settings_reach_uv_and_the_record(captured: dict[str, Any], tmp_path
     # The wrapper depends on the env by path and applies the overrides; uv gets its flags.
     env = env_folders(captured["checkout"], ["guess_env"])[0]
     wrapper = (override_project(env, ("openenv>=0.4",), tmp_path / "w") / "pyproject.toml").read_text()
-    import tomllib
-
     parsed = tomllib.loads(wrapper)
     assert parsed["project"]["dependencies"] == ["openenv-guess_env"]
     assert parsed["tool"]["uv"]["override-dependencies"] == ["openenv>=0.4"]
@@ -264,21 +264,21 @@ def test_seed_verdicts_tell_an_env_without_randomness_from_one_that_drops_the_se
     assert guess["evidence"]["sessions"] == [3, 2]
 
 
-def test_validation_verdicts_are_what_the_server_did(captured: dict[str, Any]) -> None:
+def test_validation_rulings_are_what_the_server_did(captured: dict[str, Any]) -> None:
     record = json.loads((captured["out"] / "guess_env" / "validation.json").read_text())
     cases = record["cases"]
     assert record["endpoint"] == "POST /step"
     assert (record["accepted"], record["rejected"]) == (sum(c["accepted"] is True for c in cases), sum(c["accepted"] is False for c in cases))
     assert record["accepted"] >= 10 and record["rejected"] >= 5
-    # Each verdict agrees with the env's own model (GuessAction: `guess: int`, extra fields
+    # Each ruling agrees with the env's own model (GuessAction: `guess: int`, extra fields
     # forbidden, as openenv's Action is): the server's answers were recorded, not guessed.
     from pydantic import ValidationError
 
-    sys.path.insert(0, str(FIXTURE))
+    sys.path.insert(0, str(UV_FIXTURE_PROJECT))
     try:
         from guess_env.server import GuessAction
     finally:
-        sys.path.remove(str(FIXTURE))
+        sys.path.remove(str(UV_FIXTURE_PROJECT))
     for case in cases:
         try:
             GuessAction.model_validate(case["action"])
@@ -301,7 +301,7 @@ def test_validation_verdicts_are_what_the_server_did(captured: dict[str, Any]) -
         assert case["errors"] == [{"type": "raised", "loc": None, "msg": "TypeError: stop must be a JSON boolean, not a string"}]
     assert all(c["accepted"] is True and c["status"] == 500 for c in stepped), stepped
     # Sampling is derandomised: the same schema gives the same actions.
-    from openenvgen.verdicts import sample_actions
+    from openenvgen.catalog.validation import sample_actions
 
     schema = json.loads((captured["out"] / "guess_env" / "schema.json").read_text())["action"]
     assert sample_actions(schema)[0] == [c["action"] for c in cases]
@@ -315,9 +315,12 @@ def test_replay_of_the_capture_speaks_like_the_env(captured: dict[str, Any]) -> 
 
 
 def test_with_source_replaces_only_the_source_table() -> None:
-    text = '# head\n\n[source]\nrepo = "a/b"\ncommit = "old"\n\n[envs.x]\ncorpus = "x_env"\n'
-    assert with_source(text, "a/b", "new") == '# head\n\n[source]\nrepo = "a/b"\ncommit = "new"\n\n[envs.x]\ncorpus = "x_env"\n'
-    assert with_source('[envs.x]\ncorpus = "x"\n', "a/b", "c") == '[source]\nrepo = "a/b"\ncommit = "c"\n\n[envs.x]\ncorpus = "x"\n'
+    text = '# head\n\n[source]  # where from\nrepo = "a/b"\ncommit = "old"\n\n# the envs\n[envs.x]\nenv_folder = "x_env"\n'
+    assert with_source(text, "a/b", "new") == text.replace('"old"', '"new"')
+    # A catalog without one gets the table; its entries stay as they were.
+    added = with_source('# head\n[envs.x]\nenv_folder = "x"\n', "a/b", "c")
+    assert added.startswith('# head\n[envs.x]\nenv_folder = "x"\n')
+    assert tomllib.loads(added) == {"envs": {"x": {"env_folder": "x"}}, "source": {"repo": "a/b", "commit": "c"}}
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -368,7 +371,7 @@ def test_generate_from_an_env_project_starts_it_generates_and_stops_it(tmp_path:
     """An env author's own env: `openenv-gen NAME --project DIR` serves the manifest's app
     with the UV provider's command, generates from the live server, and stops it."""
     project = tmp_path / "guess_project"
-    shutil.copytree(FIXTURE, project)
+    shutil.copytree(UV_FIXTURE_PROJECT, project)
     out = tmp_path / "pkg"
     done = _cli("guess", "--project", str(project), "--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -390,7 +393,7 @@ def test_generate_from_an_env_project_starts_it_generates_and_stops_it(tmp_path:
 
 def test_generate_from_a_folder_that_is_not_an_env_project(tmp_path: Path) -> None:
     project = tmp_path / "half_project"
-    shutil.copytree(FIXTURE, project)
+    shutil.copytree(UV_FIXTURE_PROJECT, project)
     (project / "openenv.yaml").unlink()
     done = _cli("guess", "--project", str(project), "--out", str(tmp_path / "pkg"))
     assert done.returncode == 64
@@ -408,7 +411,7 @@ def test_generate_from_a_folder_that_is_not_an_env_project(tmp_path: Path) -> No
 def test_project_app_is_named_as_an_installed_module(tmp_path: Path) -> None:
     """As the UV provider runs it (no cd into the project), the manifest's folder-relative
     app is named through the package the pyproject maps the folder to."""
-    from openenvgen.capture import project_env
+    from openenvgen.sources.project import project_env
 
     _env(tmp_path, "my_env", "app = None\n")
     folder = tmp_path / "envs" / "my_env"
@@ -423,7 +426,7 @@ def test_project_app_is_named_as_an_installed_module(tmp_path: Path) -> None:
 
 def test_seed_verdicts_from_traces() -> None:
     """The verdict rests on where the sessions differed; session ids are not a difference."""
-    from openenvgen.seeding import verdict
+    from openenvgen.catalog.seed_check import verdict
 
     def trace(board: str, secret: str, episode: str) -> list[tuple[str, Any]]:
         return [
@@ -461,8 +464,6 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
         '[[package]]\nname = "numpy"\nversion = "2.4.4"\nsource = { registry = "https://pypi.org/simple" }\n'
         '[[package]]\nname = "openenv-locked-env"\nversion = "0.1.0"\nsource = { editable = "." }\n'
     )
-    import tomllib
-
     wrapper = tomllib.loads((override_project(env, ("openenv[core]>=0.2.2",), tmp_path / "w") / "pyproject.toml").read_text())
     # openenv is overridden, numpy is locked per Python version, the env is the dependency itself.
     assert wrapper["tool"]["uv"]["constraint-dependencies"] == ["dm-control==1.0.40", "mujoco==3.8.0"]
@@ -470,7 +471,7 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
 
 
 def test_times_an_env_measures_are_not_a_seed_difference() -> None:
-    from openenvgen.seeding import verdict
+    from openenvgen.catalog.seed_check import verdict
 
     def trace(took: float, board: str) -> list[tuple[str, Any]]:
         return [("reset", {"observation": {"board": board, "result": {"execution_time": took}}}), ("reset.state", {"total_execution_time": took})]

@@ -6,14 +6,11 @@ import json
 import os
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 from openenvgen import catalog
-from openenvgen.pipeline import catalog_rows
+from openenvgen.catalog.listing import catalog_rows
 from openenvgen_schemas.normalise import union_members
-
-OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
+from openenvgen_testsupport.paths import OPENENV_GEN
 
 # name → (env id, action kind, fields or tools) as `list` must show them, for the first
 # catalog envs (the catalog grows; every entry is checked against its snapshot below).
@@ -75,7 +72,7 @@ def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
     assert {name: rows[name] for name in EXPECTED} == EXPECTED
     # Every field the list names is a property of the snapshot's action schema.
     for name, (_, kind, detail) in rows.items():
-        capture = catalog.lookup(name).capture()
+        capture = catalog.lookup(name).interface()
         if kind == "union":
             # Each member by its key, with its own fields (the tag and `metadata` left out).
             members = union_members(capture.schema_["action"])
@@ -92,7 +89,7 @@ def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
 
 
 def test_optional_fields_and_types_are_shown() -> None:
-    from openenvgen import pipeline
+    from openenvgen.catalog import listing
 
     schema = {
         "type": "object",
@@ -105,12 +102,12 @@ def test_optional_fields_and_types_are_shown() -> None:
         },
         "required": ["direction", "target"],
     }
-    assert pipeline._fields(schema, typed=True) == "direction: enum, steps?: integer, note?: string|null, target: Target"
-    assert pipeline._fields(schema, typed=False) == "metadata?, direction, steps?, note?, target"
+    assert listing._fields(schema, typed=True) == "direction: enum, steps?: integer, note?: string|null, target: Target"
+    assert listing._fields(schema, typed=False) == "metadata?, direction, steps?, note?, target"
 
 
 def test_every_catalog_env_has_a_seed_verdict_with_its_evidence() -> None:
-    from openenvgen.seeding import VERDICTS
+    from openenvgen.catalog.seed_check import VERDICTS
 
     seeding = catalog.seeding()
     assert list(seeding) == list(catalog.entries())

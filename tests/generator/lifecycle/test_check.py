@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from openenvgen import sources
-from openenvgen.checking import BEGIN_MARKER, END_MARKER, diff_package, merge_marked, split_marked
-from openenvgen.render import LOCK_FILE
-from tests.test_generate import OPENENV_GEN, _tree, gen
+from openenvgen.build.marked import BEGIN_MARKER, END_MARKER, merge_marked, split_marked
+from openenvgen.lifecycle.check import diff_package
+from openenvgen.build.render import LOCK_FILE
+from openenvgen_testsupport.generating import file_tree, gen
+from openenvgen_testsupport.paths import GENERATED, OPENENV_GEN
 
 
 @pytest.fixture(scope="module")
@@ -191,11 +193,11 @@ def test_no_packages_and_not_a_package_are_usage_errors(tmp_path: Path) -> None:
 def test_check_is_offline_read_only_and_light(pkg: Path) -> None:
     """Light enough for pre-commit: no copier, verifiers or openenv import; nothing written.
     (How fast it is, is a benchmark's to measure, not a test's.)"""
-    before = _tree(pkg)
+    before = file_tree(pkg)
     probe = f"""
 import sys
 from pathlib import Path
-from openenvgen.checking import diff_package
+from openenvgen.lifecycle.check import diff_package
 assert diff_package(Path({str(pkg)!r})) == []
 heavy = sorted({{m.split('.')[0] for m in sys.modules}} & {{'copier', 'verifiers', 'openenv', 'openenvgen_runtime'}})
 print(heavy)
@@ -203,7 +205,7 @@ print(heavy)
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
-    assert _tree(pkg) == before
+    assert file_tree(pkg) == before
 
 
 # --- --upstream -----------------------------------------------------------------------------
@@ -240,7 +242,7 @@ def test_upstream_drift_exits_2_with_a_model_diff(grid_pkg: Path, grid_server: s
         data["action_schema"]["required"] = [r for r in data["action_schema"]["required"] if r != "direction"]
 
     _older(grid_pkg, older)
-    before = _tree(grid_pkg)
+    before = file_tree(grid_pkg)
     result = check(str(grid_pkg), "--upstream", "--base-url", grid_server)
     assert result.returncode == 2, result.stdout + result.stderr
     out = result.stdout
@@ -248,7 +250,7 @@ def test_upstream_drift_exits_2_with_a_model_diff(grid_pkg: Path, grid_server: s
     assert f"{grid_pkg}: upstream drift (major; regen would make" in out
     assert "major  action.direction: field newly required" in out
     assert "minor  action.mode: optional field added" in out
-    assert _tree(grid_pkg) == before  # check never writes
+    assert file_tree(grid_pkg) == before  # check never writes
 
 
 def test_upstream_drift_wins_over_a_stale_file(grid_pkg: Path, grid_server: str) -> None:
@@ -366,7 +368,7 @@ def echo_pkg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_an_unchanged_echo_served_by_fastmcp_3_1_is_no_drift(echo_pkg: Path) -> None:
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.servers import serve_app
 
     with serve_app(make_echo_app(FASTMCP_3_1_ECHO), ready_path="/health") as url:
         # The server really lists the 3.1 rendering (the docstring sections, no argument text).
@@ -380,7 +382,7 @@ def test_an_unchanged_echo_served_by_fastmcp_3_1_is_no_drift(echo_pkg: Path) -> 
 
 
 def test_a_changed_description_is_reported_old_to_new(echo_pkg: Path) -> None:
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.servers import serve_app
 
     changed = {
         **FASTMCP_3_1_ECHO,
@@ -412,7 +414,7 @@ def test_another_environment_is_major_and_says_so(tmp_path: Path) -> None:
 
     connect4 = tmp_path / "connect4-openenv"
     assert gen("connect4", "--out", str(connect4), "--no-scaffold").returncode == 0
-    chess = catalog.lookup("chess").capture().model_dump(by_alias=True, mode="json")
+    chess = catalog.lookup("chess").interface().model_dump(by_alias=True, mode="json")
     (tmp_path / "chess.json").write_text(json.dumps(chess))
     result = check(str(connect4), "--upstream", "--schema-file", str(tmp_path / "chess.json"))
     assert result.returncode == 2, result.stdout + result.stderr
@@ -479,9 +481,7 @@ def test_merge_marked_replaces_only_the_block() -> None:
 
 
 def test_golden_packages_pass_check() -> None:
-    from tests.conftest import ROOT
-
-    for package in sorted((ROOT / "generated").iterdir()):
+    for package in sorted(GENERATED.iterdir()):
         if (package / LOCK_FILE).is_file():
             assert diff_package(package) == [], package
 

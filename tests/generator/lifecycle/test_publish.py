@@ -39,12 +39,11 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.render import RUNTIME_REQUIREMENT, render_package
+from openenvgen.build.render import RUNTIME_REQUIREMENT, render_package
 from openenvgen.spec import build_spec
-from tests.conftest import ROOT
-from tests.support.servers import free_port, wait_until_serving
+from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
+from openenvgen_testsupport.servers import free_port, wait_until_serving
 
-OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
 USER = "publisher"
 PASSWORD = "pw-5b1e-never-printed"
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".pytest_cache")
@@ -456,7 +455,7 @@ def test_generated_wheel_metadata_is_complete(index: Index, sources: dict[str, P
 
 
 def _hostile_package(root: Path, metadata: dict[str, str]) -> Path:
-    capture = catalog.entries()["wordle"].capture()
+    capture = catalog.entries()["wordle"].interface()
     capture = capture.model_copy(update={"metadata": metadata})
     spec = build_spec(capture, name="hostile", env_id="openenv/hostile")
     package = root / spec.package
@@ -544,7 +543,7 @@ class _Listing(BaseHTTPRequestHandler):
 
 
 def test_index_listing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from openenvgen.publish import Target, index_files
+    from openenvgen.lifecycle.index import Target, index_files
 
     monkeypatch.delenv("TWINE_USERNAME", raising=False)
     monkeypatch.delenv("TWINE_PASSWORD", raising=False)

@@ -11,10 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-OPENENV_GEN = str(Path(sys.executable).with_name("openenv-gen"))
-UV_FIXTURE_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "uv_env"
-UV_FIXTURE_APP = "guess_env.server:app"
-"""The guess-the-number env as a uv project (what the UV, Docker and Swarm tests launch)."""
+from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+
 _ids = itertools.count()
 
 
@@ -71,7 +69,7 @@ def outcome(episode: Any) -> tuple[bool, str | None, float]:
 
 def generate_uv_fixture_package(root: Path) -> str:
     """The UV fixture env's package, generated from its app served in this process."""
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.servers import serve_app
 
     sys.path.insert(0, str(UV_FIXTURE_PROJECT))
     try:

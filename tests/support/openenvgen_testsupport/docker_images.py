@@ -13,7 +13,7 @@ listed precisely (`docker ps -a --filter label=...`) without touching anyone els
 containers and services); a test that needs a daemon in another state (e.g. outside any
 swarm) gets a `throwaway_daemon` of its own instead of changing the machine's.
 
-Run `python -m tests.support.docker_images` to build (or find) the env image ahead of a
+Run `python -m openenvgen_testsupport.docker_images` to build (or find) the env image ahead of a
 test run; it prints the image tag.
 """
 
@@ -34,9 +34,8 @@ from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ENV_PROJECT = REPO_ROOT / "tests" / "fixtures" / "uv_env"
-ENV_APP = "guess_env.server:app"
+from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+
 SUITE = "bookworm"
 BASE_REPOSITORY = "openenvgen-test-base"
 ENV_REPOSITORY = "openenvgen-test-guess"
@@ -154,7 +153,7 @@ def _wheelhouse(requirements: list[str]) -> Path:
 
 
 def _project_files() -> list[Path]:
-    return sorted(p for p in ENV_PROJECT.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return sorted(p for p in UV_FIXTURE_PROJECT.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
 def env_image() -> str:
@@ -165,7 +164,7 @@ def env_image() -> str:
     tag = f"{ENV_REPOSITORY}:" + _digest(
         base.encode(),
         " ".join(requirements).encode(),
-        *(str(p.relative_to(ENV_PROJECT)).encode() + b"\0" + p.read_bytes() for p in files),
+        *(str(p.relative_to(UV_FIXTURE_PROJECT)).encode() + b"\0" + p.read_bytes() for p in files),
     )
     if image_exists(tag):
         return tag
@@ -173,7 +172,8 @@ def env_image() -> str:
     with tempfile.TemporaryDirectory(prefix="openenvgen-image-") as tmp:
         context = Path(tmp)
         shutil.copytree(house, context / "wheels", ignore=shutil.ignore_patterns(".complete"))
-        shutil.copytree(ENV_PROJECT / "guess_env", context / "guess_env", ignore=shutil.ignore_patterns("__pycache__"))
+        no_bytecode = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(UV_FIXTURE_PROJECT / "guess_env", context / "guess_env", ignore=no_bytecode)
         (context / "Dockerfile").write_text(
             f"FROM {base}\n"
             "COPY wheels /tmp/wheels\n"
@@ -185,7 +185,7 @@ def env_image() -> str:
             "ENV PYTHONPATH=/app PYTHONUNBUFFERED=1\n"
             f"LABEL {TEST_LABEL}=1\n"
             "EXPOSE 8000\n"
-            f'CMD ["python3", "-m", "uvicorn", "{ENV_APP}", "--host", "0.0.0.0", "--port", "8000"]\n'
+            f'CMD ["python3", "-m", "uvicorn", "{UV_FIXTURE_APP}", "--host", "0.0.0.0", "--port", "8000"]\n'
         )
         proc = subprocess.run(
             ["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, text=True, timeout=1800

@@ -15,8 +15,8 @@ Fixtures:
 
 Run one from the repo root, e.g.::
 
-    python -m uvicorn tests.support.fixture_envs:wordle_app --port 8001
-    python -m uvicorn --factory tests.support.fixture_envs:make_wordle_app  # fresh app
+    python -m uvicorn openenvgen_testsupport.fixture_envs:wordle_app --port 8001
+    python -m uvicorn --factory openenvgen_testsupport.fixture_envs:make_wordle_app  # fresh app
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@
 Media bytes are made here (a real PNG via zlib, a real WAV via ``wave``), so nothing is
 downloaded. Run one from the repo root, e.g.::
 
-    python -m uvicorn --factory tests.support.media_envs:make_picture_app --port 8001
+    python -m uvicorn --factory openenvgen_testsupport.media_envs:make_picture_app --port 8001
 """
 
 from __future__ import annotations

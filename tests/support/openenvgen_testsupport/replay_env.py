@@ -1,6 +1,6 @@
 """Replay servers: real OpenEnv servers that speak exactly like the captured upstream envs.
 
-For each env recorded in ``tests/fixtures/recordings`` (written by ``openenv-gen capture``
+For each env captured in ``tests/fixtures/captures`` (written by ``openenv-gen capture``
 from the upstream envs, see that folder's README) this builds an openenv ``create_app``
 server whose ``/schema`` (all of it, the reset observation's part included), ``/metadata``
 (and, for MCP envs, tool list) equal the capture,
@@ -21,7 +21,7 @@ schemas, so ``/mcp`` and ``list_tools`` answer like the upstream env; a tool cal
 the recorded result. Every action and reset a replay server receives is logged on its
 :class:`ReplayLog`, so tests can see what reached it.
 
-Serve one with :func:`tests.support.servers.serve_app`::
+Serve one with :func:`openenvgen_testsupport.servers.serve_app`::
 
     replay = make_replay_app("textarena_env")
     with serve_app(replay.app, ready_path="/health") as url:
@@ -37,6 +37,8 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from openenvgen_testsupport.paths import FIXTURES
 from typing import Any, ClassVar, Optional, TypeVar
 
 import jsonschema
@@ -53,7 +55,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 _Model = TypeVar("_Model", bound=BaseModel)
 
 __all__ = [
-    "RECORDINGS",
+    "CAPTURES",
     "Recording",
     "Replay",
     "ReplayError",
@@ -65,8 +67,8 @@ __all__ = [
     "wire_action",
 ]
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recordings"
-"""The recorded sessions kept in the project (see its README)."""
+CAPTURES = FIXTURES / "captures"
+"""The captures kept in the project, one folder per upstream env (see its README)."""
 
 
 class ReplayError(ValueError):
@@ -90,7 +92,7 @@ class Step:
 class Recording:
     """One recorded WebSocket session of a captured env, plus its schema and metadata."""
 
-    corpus: str
+    env_folder: str
     schema: dict[str, Any]
     metadata: dict[str, Any] | None
     """None when the env's ``/metadata`` failed where it was captured (it could not be created)."""
@@ -126,12 +128,12 @@ def _read(folder: Path, name: str) -> Any:
     return json.loads((folder / name).read_text("utf-8"))
 
 
-def load_recording(corpus: str, *, episode: str = "", root: Path = RECORDINGS) -> Recording:
-    """The session recorded in ``root/corpus``: files ``{episode}reset_request.json``,
+def load_recording(env_folder: str, *, episode: str = "", root: Path = CAPTURES) -> Recording:
+    """The session recorded in ``root/env_folder``: files ``{episode}reset_request.json``,
     ``{episode}reset.json``, then ``{episode}step_action.json``/``{episode}step.json`` and
     ``{episode}step_N_action.json``/``{episode}step_N.json`` for N = 2, 3, ...
     (``episode`` is a file prefix such as ``"kwargs_"`` for a second recorded session)."""
-    folder = root / corpus
+    folder = root / env_folder
     steps = []
     n = 1
     while True:
@@ -144,7 +146,7 @@ def load_recording(corpus: str, *, episode: str = "", root: Path = RECORDINGS) -
         raise FileNotFoundError(f"{folder}: no schema.json recorded")
     session = (folder / f"{episode}reset.json").exists()
     return Recording(
-        corpus=corpus,
+        env_folder=env_folder,
         schema=_read(folder, "schema.json"),
         metadata=_read(folder, "metadata.json") if (folder / "metadata.json").exists() else None,
         reset_kwargs=_read(folder, f"{episode}reset_request.json")["data"] if session else {},
@@ -212,7 +214,7 @@ class _Cursor:
     def reset(self, kwargs: dict[str, Any]) -> None:
         self.log.reset(kwargs)
         if self.recording.reset is None:
-            raise self.log.error(f"{self.recording.corpus}: no session was recorded (see its source.json)")
+            raise self.log.error(f"{self.recording.env_folder}: no session was recorded (see its source.json)")
         # The runtime seeds every task (`seed=i` unless its kwargs set one); a replay is the
         # same whatever the seed, so a seed the recorded reset did not send is accepted.
         compared = kwargs if "seed" in self.recording.reset_kwargs else {k: v for k, v in kwargs.items() if k != "seed"}
@@ -262,7 +264,7 @@ class CapturedAction(Action):
 
 
 @functools.cache
-def _action_class(corpus: str, schema_json: str) -> type[CapturedAction]:
+def _action_class(env_folder: str, schema_json: str) -> type[CapturedAction]:
     schema = json.loads(schema_json)
     return type(schema.get("title", "CapturedAction"), (CapturedAction,), {"captured_schema": schema, "__module__": __name__})
 
@@ -281,7 +283,7 @@ def _with_captured_schema(base: type[_Model], schema: dict[str, Any], untitled: 
 
 
 @functools.cache
-def _mcp_action_class(corpus: str, schema_json: str) -> type[CallToolAction]:
+def _mcp_action_class(env_folder: str, schema_json: str) -> type[CallToolAction]:
     return _with_captured_schema(CallToolAction, json.loads(schema_json), "CallToolAction")
 
 
@@ -291,8 +293,8 @@ def server_action_class(recording: Recording) -> type[Action]:
     their ``type``), else an ``Action`` that accepts what the captured schema accepts."""
     schema_json = json.dumps(recording.schema["action"])  # key order kept: READMEs list fields in it
     if recording.is_mcp:
-        return _mcp_action_class(recording.corpus, schema_json)
-    return _action_class(recording.corpus, schema_json)
+        return _mcp_action_class(recording.env_folder, schema_json)
+    return _action_class(recording.env_folder, schema_json)
 
 
 def catalog_action(recording: Recording, action: dict[str, Any]) -> dict[str, Any]:
@@ -332,7 +334,7 @@ def _observation_class(recording: Recording) -> type[ReplayObservation]:
 
 def _metadata(recording: Recording) -> EnvironmentMetadata:
     if recording.metadata is None:  # as upstream: its /metadata failed (500)
-        raise ReplayError(f"{recording.corpus}: /metadata failed where it was captured")
+        raise ReplayError(f"{recording.env_folder}: /metadata failed where it was captured")
     return EnvironmentMetadata(**recording.metadata)
 
 
@@ -388,7 +390,7 @@ class RecordedTool(Tool):
 
 
 def _recorded_tools(recording: Recording) -> FastMCP:
-    mcp = FastMCP(recording.corpus)
+    mcp = FastMCP(recording.env_folder)
     for tool in recording.tools or ():
         mcp.add_tool(RecordedTool(name=tool["name"], description=tool.get("description"), parameters=copy.deepcopy(tool["input_schema"])))
     return mcp
@@ -458,9 +460,9 @@ class Replay:
     app: FastAPI
 
 
-def make_replay_app(corpus: str, *, episode: str = "", root: Path = RECORDINGS, max_concurrent_envs: int = 8) -> Replay:
-    """An openenv app replaying the session recorded in ``root/corpus`` (see module doc)."""
-    recording = load_recording(corpus, episode=episode, root=root)
+def make_replay_app(env_folder: str, *, episode: str = "", root: Path = CAPTURES, max_concurrent_envs: int = 8) -> Replay:
+    """An openenv app replaying the session recorded in ``root/env_folder`` (see module doc)."""
+    recording = load_recording(env_folder, episode=episode, root=root)
     log = ReplayLog()
     action_cls = server_action_class(recording)
     observation_cls = _observation_class(recording)
@@ -470,7 +472,7 @@ def make_replay_app(corpus: str, *, episode: str = "", root: Path = RECORDINGS, 
         factory,
         action_cls,
         observation_cls,
-        env_name=f"{corpus}_replay",
+        env_name=f"{env_folder}_replay",
         max_concurrent_envs=max_concurrent_envs,
     )
     _serve_captured_schema(app, recording.schema)

@@ -15,7 +15,7 @@ clients (the ``openai`` SDK, verifiers' harness) are deterministic:
   ``Script`` for dynamic behaviour.
 
 Every request body is recorded for assertions. Serve it with
-``tests.support.servers.serve_app(model)``; point clients at ``f"{url}/v1"``.
+``openenvgen_testsupport.servers.serve_app(model)``; point clients at ``f"{url}/v1"``.
 A reply is plain assistant text (``finish_reason="stop"``), or a
 :class:`ToolCalls` — one or more function calls, streamed as tool-call deltas
 the way OpenAI streams them (``finish_reason="tool_calls"``). ``tools`` in a

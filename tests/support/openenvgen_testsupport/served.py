@@ -28,7 +28,7 @@ from verifiers.v1.configs.serve import ElasticPoolConfig, StaticPoolConfig, pool
 from verifiers.v1.serve import EnvClient, env_config_data, serve_env
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from tests.support.scripted_model import DEFAULT_MODEL_ID, message_text
+from openenvgen_testsupport.scripted_model import DEFAULT_MODEL_ID, message_text
 
 STATIC_2 = StaticPoolConfig(num_workers=2)
 ELASTIC = ElasticPoolConfig()

@@ -32,7 +32,6 @@ import uvicorn
 
 __all__ = [
     "HOST",
-    "REPO_ROOT",
     "ServedApp",
     "ServerProcess",
     "free_port",
@@ -42,8 +41,6 @@ __all__ = [
 ]
 
 HOST = "127.0.0.1"
-# Default cwd for subprocess servers, so "tests.support.fixture_envs:wordle_app" imports.
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port(host: str = HOST) -> int:
@@ -251,14 +248,14 @@ def serve_app_subprocess(
 ) -> Iterator[ServerProcess]:
     """Run ``python -m uvicorn APP --host 127.0.0.1 --port P`` and yield its URL.
 
-    ``env`` is merged over ``os.environ``; ``cwd`` defaults to the repo root.
+    ``env`` is merged over ``os.environ``; ``cwd`` defaults to this process's (the
+    support package is installed, so its apps import from anywhere).
     With ``factory=True`` APP names a zero-argument app factory. The process
     runs in its own process group, which is killed on exit. If the server dies
     before answering because the chosen port was taken in the meantime, a new
     port is tried (``port_attempts`` times in all).
     """
     run_env = {**os.environ, **(env or {})}
-    workdir = Path(cwd) if cwd is not None else REPO_ROOT
     last_log = ""
     for _attempt in range(max(1, port_attempts)):
         port = free_port(host)
@@ -281,7 +278,7 @@ def serve_app_subprocess(
         with os.fdopen(log_fd, "wb") as log_file:
             process = subprocess.Popen(
                 cmd,
-                cwd=workdir,
+                cwd=cwd,
                 env=run_env,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,

@@ -1,0 +1,2 @@
+"""Tests of `openenvgen.lifecycle`: what happens to a package after generation (`check`,
+`regen`, `publish`)."""

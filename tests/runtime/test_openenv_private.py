@@ -1,0 +1,112 @@
+"""Every private name of OpenEnv the runtime relies on (`openenvgen_runtime.openenv_private`),
+one test each: an OpenEnv upgrade that renames, moves or changes one fails here, naming it
+and the installed OpenEnv version, instead of failing a launch somewhere else."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from openenvgen_runtime import openenv_private
+from openenvgen_schemas.processes import find_uv
+
+OPENENV = version("openenv")
+
+
+def changed(name: str, detail: str) -> str:
+    return (
+        f"openenv {OPENENV} changed its private `{name}`, which openenvgen_runtime.openenv_private "
+        f"relies on: {detail}"
+    )
+
+
+def uv_module_attribute(name: str) -> object:
+    module = openenv_private.openenv_module(openenv_private.UV_PROVIDER_MODULE)
+    if not hasattr(module, name):
+        pytest.fail(changed(f"uv_provider.{name}", f"{openenv_private.UV_PROVIDER_MODULE} has no `{name}`"))
+    return getattr(module, name)
+
+
+WEB_UI_OPTIONAL = f"""
+import sys
+sys.modules[{openenv_private.WEB_UI_MODULE!r}] = None
+import openenv.core.env_server as env_server
+assert env_server.create_web_interface_app is None, "env_server imported its web UI anyway"
+assert "gradio" not in sys.modules, "env_server imported Gradio without its web UI module"
+print("ok")
+"""
+
+
+def test_the_web_ui_module_exists_and_is_optional() -> None:
+    """`WEB_UI_MODULE`: the module that pulls in Gradio, which `env_server` imports only if it can."""
+    name = openenv_private.WEB_UI_MODULE
+    spec_script = f"import importlib.util; print(importlib.util.find_spec({name!r}) is not None)"
+    found = subprocess.run([sys.executable, "-c", spec_script], capture_output=True, text=True, timeout=300)
+    assert found.stdout.strip() == "True", changed(name, f"no such module ({found.stderr.strip()[-500:]})")
+    proc = subprocess.run([sys.executable, "-c", WEB_UI_OPTIONAL], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "ok", changed(name, f"it is no longer optional: {proc.stderr.strip()[-1000:]}")
+
+
+def test_git_url_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`uv_provider.GIT_URL_PREFIX`: a `project_path` starting with it is a git URL that
+    `UVProvider` keeps as given (and `_clone_git_project` clones)."""
+    prefix = uv_module_attribute("GIT_URL_PREFIX")
+    now = changed("uv_provider.GIT_URL_PREFIX", f"now {prefix!r}")
+    assert prefix == openenv_private.git_url_prefix() == "git+", now
+    uv = find_uv()
+    assert uv is not None
+    # UVProvider's constructor runs the `uv` on PATH.
+    monkeypatch.setenv("PATH", f"{Path(uv).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    UVProvider = openenv_private.openenv_module("openenv.core.containers.runtime").UVProvider
+    spec = "git+https://example.invalid/env"
+    kept = UVProvider(project_path=spec).project_path
+    assert kept == spec, changed("uv_provider.GIT_URL_PREFIX", f"UVProvider turned {spec!r} into {kept!r}")
+
+
+def test_clone_git_project(tmp_path: Path) -> None:
+    """`uv_provider._clone_git_project(git_url, timeout_s)`: a `git+URL` project cloned to a
+    new folder, its path returned."""
+    clone = uv_module_attribute("_clone_git_project")
+    params = list(inspect.signature(clone).parameters)  # type: ignore[arg-type]
+    assert params == ["git_url", "timeout_s"], changed("uv_provider._clone_git_project", f"now takes {params}")
+    repo = tmp_path / "env"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("[project]\nname = 'env'\n")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(repo), "commit", "-q", "-m", "env"], check=True)
+    folder = Path(openenv_private.clone_git_project(f"git+{repo.as_uri()}", 60))
+    try:
+        assert (folder / "pyproject.toml").read_text() == "[project]\nname = 'env'\n", changed(
+            "uv_provider._clone_git_project", f"{folder} holds no clone of the project"
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_create_uv_command() -> None:
+    """`uv_provider._create_uv_command`: the command OpenEnv's UVProvider runs, exactly as
+    the runtime's UV servers run it (and log it as their first line)."""
+    create = uv_module_attribute("_create_uv_command")
+    params = sorted(inspect.signature(create).parameters)  # type: ignore[arg-type]
+    expected_params = ["app", "host", "port", "project_path", "reload", "workers"]
+    assert params == expected_params, changed("uv_provider._create_uv_command", f"now takes {params}")
+    command = openenv_private.uv_command(
+        host="127.0.0.1", port=8123, reload=False, workers=2, app="server.app:app", project_path="/src/env"
+    )
+    expected = [
+        "uv", "run", "--isolated", "--project", "/src/env", "--",
+        "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", "8123", "--workers", "2",
+    ]  # fmt: skip
+    assert command == expected, changed("uv_provider._create_uv_command", f"it now builds {command}")
+    reloading = openenv_private.uv_command(
+        host="127.0.0.1", port=8123, reload=True, workers=1, app="server.app:app", project_path="/src/env"
+    )
+    assert reloading[-1] == "--reload", changed("uv_provider._create_uv_command", f"with reload it builds {reloading}")
