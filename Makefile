@@ -26,7 +26,7 @@ demo: $(BIN)/python
 # Generator + schemas + runtime + every checked-in generated package, editable, with the test
 # and docs extras.
 install: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ".[test,docs]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ./tests/support -e ".[test,docs]" $(foreach p,$(GENERATED),-e $(dir $(p)))
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
 test: install
@@ -40,16 +40,16 @@ check: install
 	$(BIN)/openenv-gen check
 
 # Recapture every upstream env from a huggingface/OpenEnv checkout (each started as the UV
-# provider starts it) into the recordings the tests replay (with each env's seed verdict
-# and its server's validation verdicts), and rebuild the catalog's snapshots, seed
+# provider starts it) into the captures the tests replay (with each env's seed verdict
+# and its server's validation rulings), and rebuild the catalog's snapshots, seed
 # verdicts and source commit from them: `make catalog OPENENV=PATH [COMMIT=SHA]
 # [PYTHONS="3.12=/path/to/python3.12"]` (COMMIT when PATH is an export, not a git
 # checkout; PYTHONS: VERSION=PATH for each interpreter a catalog entry asks for, e.g.
 # grid_world's 3.12, when uv cannot find it). Then regenerate the packages.
 catalog: install
 	@test -n "$(OPENENV)" || { echo "usage: make catalog OPENENV=PATH-TO-OPENENV-CHECKOUT [COMMIT=SHA] [PYTHONS=VERSION=PATH ...]"; exit 64; }
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/recordings \
-		--catalog generator/openenvgen/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT)) $(foreach p,$(PYTHONS),--python $(p))
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/captures \
+		--catalog generator/openenvgen/catalog/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT)) $(foreach p,$(PYTHONS),--python $(p))
 
 # Benchmarks P1..P6, P8 and R4 (bench/run.py), side by side in one run: writes
 # bench/out/results.{json,md} and bench/RESULTS.md (machine, load, commit in its header).

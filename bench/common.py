@@ -1,7 +1,8 @@
 """Shared helpers for the benchmarks: timing, machine description, process-tree memory.
 
 Everything here is stdlib only (psutil is not installed in the project venv): the process
-tree is read from /proc.
+tree is read from /proc. Where things are, and the servers the benchmarks share with the
+tests, come from the installed test support package (`openenvgen_testsupport`).
 """
 
 from __future__ import annotations
@@ -21,18 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from openenvgen_testsupport.paths import ROOT
+
 BENCH = ROOT / "bench"
 BIN = Path(sys.executable).parent
-OPENENV_GEN = str(BIN / "openenv-gen")
 VF_EVAL = str(BIN / "vf-eval")
-UV_ENV_PROJECT = ROOT / "tests" / "fixtures" / "uv_env"
-UV_ENV_APP = "guess_env.server:app"
 CONCURRENT_APP = "guess_concurrent:app"  # bench/envs/guess_concurrent.py
 ENV_ID = "test/guess-env"
-
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # tests.support.*
 
 
 def bench_env() -> dict[str, str]:

@@ -18,7 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from common import OPENENV_GEN, bench_env, log, median, run_timed
+from common import bench_env, log, median, run_timed
+from openenvgen_testsupport.paths import OPENENV_GEN
 
 TARGET_S = 0.5
 GEN = "openenv-gen wordle --out DIR"
@@ -41,11 +42,11 @@ wanted = {
     "generate_models": ("codegen.py", "generate_models"),
     "render_package": ("render.py", "render_package"),
     "write_tree": ("writer.py", "write_tree"),
-    "resolve_spec": ("pipeline.py", "resolve_spec"),
+    "resolve_spec": ("build/package.py", "resolve_spec"),
     "dmcg_generate": ("datamodel_code_generator/__init__.py", "generate"),
-    "copier_scaffold": ("regen.py", "_run_copier"),
+    "copier_scaffold": ("build/scaffold.py", "_run_copier"),
     "cli_parse_args": ("openenvgen/cli.py", "parse_args"),
-    "diff_package": ("pipeline.py", "diff_package"),
+    "diff_package": ("lifecycle/check.py", "diff_package"),
 }
 out = {"total": max(v[3] for v in stats.stats.values())}
 for key, (file_suffix, func) in wanted.items():

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import OPENENV_GEN, ROOT, bench_env, log, median, run_timed
+from common import bench_env, log, median, run_timed
+from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
 from p1_generate import importtime, profile
 
 TARGET_S = 1.0
@@ -29,8 +30,8 @@ def capture_fixture_schemas(out: Path) -> list[tuple[str, Path]]:
     read from their real servers on loopback."""
     import httpx
 
-    from tests.support.fixture_envs import make_grid_app, make_mcp_app, make_wordle_app
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.fixture_envs import make_grid_app, make_mcp_app, make_wordle_app
+    from openenvgen_testsupport.servers import serve_app
 
     files = []
     for name, factory in (("fixture_wordle", make_wordle_app), ("fixture_grid", make_grid_app), ("fixture_mcp", make_mcp_app)):

@@ -1,6 +1,6 @@
 """P3: per-step cost of the runtime's episode loop vs a raw OpenEnv `GenericEnvClient` loop.
 
-One loopback server (the Wordle fixture, `tests.support.fixture_envs:wordle_app`, in its
+One loopback server (the Wordle fixture, `openenvgen_testsupport.fixture_envs:wordle_app`, in its
 own uvicorn process so it never shares this process's GIL), one WebSocket session per
 loop, each reset (untimed) every 200 steps with `max_guesses` high enough that no step
 ends the game. Every step is timed on its own.
@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import OPENENV_GEN, log, median
+from common import log, median
+from openenvgen_testsupport.paths import OPENENV_GEN
 
 TARGET_RATIO = 1.05
 REPLY = "[slate]"
@@ -148,11 +149,11 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
     from openenvgen_runtime.episode import _step, next_turn
     from openenvgen_runtime.observations import ObservationView
     from openenvgen_runtime.scoring import Score
-    from tests.support.servers import serve_app_subprocess
+    from openenvgen_testsupport.servers import serve_app_subprocess
 
     rounds = 2000 if quick else 5000
     per_session = 200
-    with serve_app_subprocess("tests.support.fixture_envs:wordle_app", ready_path="/health") as url:
+    with serve_app_subprocess("openenvgen_testsupport.fixture_envs:wordle_app", ready_path="/health") as url:
         models = _generate_fixture_package(str(url), Path(tempfile.mkdtemp(prefix="p3-", dir=workdir)))
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=models.WordGuessAction, action_schema=schema)
@@ -192,7 +193,7 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         "ratio_label": "runtime / raw (median per-step)",
         "meets_target": ratio <= TARGET_RATIO,
         "details": {
-            "server": "tests.support.fixture_envs:wordle_app (uvicorn subprocess, loopback)",
+            "server": "openenvgen_testsupport.fixture_envs:wordle_app (uvicorn subprocess, loopback)",
             "steps_each": rounds,
             "steps_per_session": per_session,
             "raw_us_per_step_p10_p50_p90": [round(x * 1e6, 1) for x in _quantiles(raw)],

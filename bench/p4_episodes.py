@@ -9,7 +9,7 @@ thing: the adapter (both on `null`), the seat (ours on both seats), or both toge
 
 The env is tests/fixtures/uv_env: guess-the-number, one required int `guess`, one
 session per server, secret 7, served by openenv 0.10.0 in its own uv environment.
-The model is tests.support.scripted_model with `Script(['{"guess": 3}', "7"])`: a
+The model is openenvgen_testsupport.scripted_model with `Script(['{"guess": 3}', "7"])`: a
 wrong guess, then the right one (both reply forms parse the same in both adapters).
 
 - P4: the env launched locally through OpenEnv's UV provider from the project path. The
@@ -58,9 +58,6 @@ from common import (
     BENCH,
     CONCURRENT_APP,
     ENV_ID,
-    OPENENV_GEN,
-    UV_ENV_APP,
-    UV_ENV_PROJECT,
     VF_EVAL,
     TreeSampler,
     bench_env,
@@ -71,6 +68,7 @@ from common import (
     spread,
     write_eval_config,
 )
+from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 SCRIPT = ['{"guess": 3}', "7"]
 # The seats: the runtime's default (no harness pinned: the package's in-process one) and
@@ -97,36 +95,37 @@ def uv_server(app: str, env_vars: dict[str, str] | None = None, timeout: float =
     from openenvgen_runtime import launch
 
     os.environ["PATH"] = bench_env()["PATH"]
-    kwargs: dict[str, Any] = {"project_path": str(UV_ENV_PROJECT), "app": app}
+    kwargs: dict[str, Any] = {"project_path": str(UV_FIXTURE_PROJECT), "app": app}
     if env_vars:
         kwargs["env_vars"] = env_vars
     started = time.monotonic()
-    provider, url = launch.start(ENV_ID, kwargs, use_docker=False, timeout=timeout)
+    provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=timeout)
+    (url,) = provider.launch()
     try:
         while True:
-            code = launch.exited(provider)
+            code = provider.exit_code()
             if code is not None:
-                raise RuntimeError(f"{app}: server exited with {code}: {launch.log_tail(provider)}")
+                raise RuntimeError(f"{app}: server exited with {code}: {provider.log_tail()}")
             try:
                 if httpx.get(f"{url}/health", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() - started > timeout:
-                raise RuntimeError(f"{app}: not ready after {timeout}s: {launch.log_tail(provider)}")
+                raise RuntimeError(f"{app}: not ready after {timeout}s: {provider.log_tail()}")
             time.sleep(0.2)
         log(f"{app} ready at {url} after {time.monotonic() - started:.1f}s")
         yield url
     finally:
-        launch.stop(provider)
+        provider.stop()
 
 
 def generate_package(workdir: Path) -> Path:
     """`openenv-gen guess --base-url URL` against the fixture app launched once."""
     out = workdir / "guess-openenv"
-    with uv_server(UV_ENV_APP) as url:
+    with uv_server(UV_FIXTURE_APP) as url:
         proc = subprocess.run(
-            [OPENENV_GEN, "guess", "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", UV_ENV_APP],
+            [OPENENV_GEN, "guess", "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", UV_FIXTURE_APP],
             capture_output=True, text=True, timeout=120, env=bench_env(),
         )
     if proc.returncode != 0:
@@ -136,8 +135,8 @@ def generate_package(workdir: Path) -> Path:
 
 @contextmanager
 def scripted_model() -> Iterator[str]:
-    from tests.support.scripted_model import Script, ScriptedChatModel
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+    from openenvgen_testsupport.servers import serve_app
 
     with serve_app(ScriptedChatModel(Script(SCRIPT))) as url:
         yield str(url)
@@ -301,7 +300,8 @@ def _short_error(text: str) -> str:
 
 
 def _uv_transport(max_servers: int) -> dict[str, Any]:
-    return {"env": ENV_ID, "provider_kwargs": {"project_path": str(UV_ENV_PROJECT), "app": UV_ENV_APP}, "max_servers": max_servers}
+    provider_kwargs = {"project_path": str(UV_FIXTURE_PROJECT), "app": UV_FIXTURE_APP}
+    return {"env": ENV_ID, "provider_kwargs": provider_kwargs, "max_servers": max_servers}
 
 
 def _compare(ours: dict[str, Any], builtin: dict[str, Any]) -> dict[str, Any]:
@@ -401,8 +401,8 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
         f"{_key(x)} {x['ok']}/{episodes} ok, episode phase {x['episode_phase_s']} s ({x[phase]}/min), wall {x['wall_s']} s ({x[wall]}/min)"
         for x in runs
     )
-    common = {"measured": measured, "details": {"server": f"{CONCURRENT_APP} via OpenEnv's UV provider, project {UV_ENV_PROJECT.name}",
-                                                "runs": runs, "rounds": rounds}}
+    server = f"{CONCURRENT_APP} via OpenEnv's UV provider, project {UV_FIXTURE_PROJECT.name}"
+    common = {"measured": measured, "details": {"server": server, "runs": runs, "rounds": rounds}}
     title = f"one shared `base_url` server, {episodes} episodes at {concurrency}"
     both = _rate_ratio(ours, builtin, phase)
     adapter = _rate_ratio(ours_null, builtin, phase)
@@ -491,7 +491,7 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
 def p5_single(workdir: Path, package_dir: Path, model_url: str, episodes: int = 16, concurrency: int = 4) -> dict[str, Any]:
     """The unmodified single-session fixture app as the one shared server."""
     runs = []
-    with uv_server(UV_ENV_APP) as url:
+    with uv_server(UV_FIXTURE_APP) as url:
         for adapter in ("builtin", "runtime"):
             runs.append(run_eval(
                 adapter, {"base_url": url}, episodes=episodes, concurrency=concurrency, model_url=model_url,

@@ -265,8 +265,8 @@ def served_run(
 def memory_run(env: dict[str, Any], *, episodes_data: list[dict[str, Any]], package_dir: Path, out_dir: Path) -> dict[str, Any]:
     """Ours on one worker, MEMORY_IN_FLIGHT episodes in flight at once (slow model)."""
     from p4_episodes import SCRIPT
-    from tests.support.scripted_model import Script, ScriptedChatModel
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+    from openenvgen_testsupport.servers import serve_app
 
     with serve_app(DelayedModel(ScriptedChatModel(Script(SCRIPT)), MEMORY_MODEL_DELAY_S)) as slow_url:
         run = served_run("runtime", env, workers=1, episodes_data=episodes_data, concurrency=MEMORY_IN_FLIGHT,

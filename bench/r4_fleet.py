@@ -48,8 +48,6 @@ from common import (  # noqa: E402
     BENCH,
     CONCURRENT_APP,
     ENV_ID,
-    OPENENV_GEN,
-    UV_ENV_PROJECT,
     DelayedModel,
     bench_env,
     eval_env,
@@ -57,6 +55,7 @@ from common import (  # noqa: E402
     log,
     write_eval_config,
 )
+from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT  # noqa: E402
 
 SCRIPT = ['{"guess": 3}', "7"]
 TURNS_PER_EPISODE = len(SCRIPT)
@@ -82,43 +81,38 @@ class FleetServer:
         from openenvgen_runtime import launch
 
         kwargs: dict[str, Any] = {
-            "project_path": str(UV_ENV_PROJECT),
+            "project_path": str(UV_FIXTURE_PROJECT),
             "app": CONCURRENT_APP,
             "env_vars": {"PYTHONPATH": str(BENCH / "envs"), "GUESS_ENV_MAX_SESSIONS": "256"},
         }
         if self.port:
             kwargs["port"] = self.port
-        self.provider, self.url = launch.start(ENV_ID, kwargs, use_docker=False, timeout=300)
+        self.provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=300)
+        (self.url,) = self.provider.launch()
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def ready(self) -> bool:
         import httpx
 
-        from openenvgen_runtime import launch
-
-        code = launch.exited(self.provider)
+        code = self.provider.exit_code()
         if code is not None:
-            raise RuntimeError(f"server exited with {code}: {launch.log_tail(self.provider)}")
+            raise RuntimeError(f"server exited with {code}: {self.provider.log_tail()}")
         try:
             return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
     def start(self, timeout: float = 300) -> None:
-        from openenvgen_runtime import launch
-
         self.launch()
         deadline = time.monotonic() + timeout
         while not self.ready():
             if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready after {timeout}s: {launch.log_tail(self.provider)}")
+                raise RuntimeError(f"server not ready after {timeout}s: {self.provider.log_tail()}")
             time.sleep(0.2)
 
     def stop(self) -> None:
-        from openenvgen_runtime import launch
-
         if self.provider is not None:
-            launch.stop(self.provider)
+            self.provider.stop()
 
 
 def generate(url: str, workdir: Path) -> Path:
@@ -158,8 +152,8 @@ def one_run(
     fleet: list[FleetServer], package_dir: Path, out_dir: Path, *, episodes: int, concurrency: int, retries: int,
     timeout: float,
 ) -> dict[str, Any]:
-    from tests.support.scripted_model import Script, ScriptedChatModel
-    from tests.support.servers import serve_app
+    from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+    from openenvgen_testsupport.servers import serve_app
 
     model = ScriptedChatModel(Script(SCRIPT))
     victim = fleet[0]
@@ -173,7 +167,7 @@ def one_run(
 
     def kill() -> None:
         event["model_turns_at_kill"] = len(model.requests)
-        (out_dir / "kill.json.tmp").write_text(json.dumps({"url": victim.url, "pgid": victim.provider._process.pid}))
+        (out_dir / "kill.json.tmp").write_text(json.dumps({"url": victim.url, "pgid": victim.provider.process.pid}))
         (out_dir / "kill.json.tmp").rename(out_dir / "kill.json")
         deadline = time.monotonic() + 30
         while not (out_dir / "killed.json").exists():
@@ -181,7 +175,7 @@ def one_run(
                 raise RuntimeError("R4: the pool probe did not kill the server")
             time.sleep(0.01)
         killed = json.loads((out_dir / "killed.json").read_text())
-        victim.provider._process.wait()
+        victim.provider.process.wait()
         event["in_flight"] = killed["in_flight"]
         event["killed_at"] = time.monotonic()
         log(f"R4: killed {victim.url} holding {event['in_flight']} sessions (the pool's count), "

@@ -2,9 +2,10 @@
 
 Pure functions, each returning one page's Markdown: the CLI (from the typer app), the
 taskset and seat options (from the config classes' fields and their docstrings), the exit
-codes (from the error classes) and the catalog (from the embedded catalog.toml).
-`docs/gen_pages.py` writes them into the site at build time (mkdocs-gen-files);
-tests/test_docs.py checks that nothing they list lacks its help text or docstring.
+codes (from the error classes), the catalog (from the embedded catalog.toml), the modules
+(from their docstrings and each package's `Layers:` line) and the generator's tree on How it
+works. `docs/gen_pages.py` writes them into the site at build time (mkdocs-gen-files);
+tests/project/test_docs.py checks that nothing they list lacks its help text or docstring.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import inspect
 import json
 import re
 import textwrap
-import tomllib
 import typing
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +313,7 @@ def options_reference() -> str:
 CLI_OUTCOMES = {
     0: "success (`check`: everything up to date)",
     1: "`check`: a generated file is stale, missing, extra or hand-edited; `capture`: an env named with `--only` failed, or none could be captured",
-    2: "`check --upstream`: the environment's live schema (or `--schema-file` capture) differs from the package's snapshot; a model-level diff is printed",
+    2: "`check --upstream`: the environment's live schema (or the `--schema-file` schema) differs from the package's snapshot; a model-level diff is printed",
     130: "interrupted (Ctrl-C)",
 }
 
@@ -362,7 +361,9 @@ def missing_error_docs() -> list[str]:
 
 
 def catalog_data() -> dict[str, Any]:
-    return tomllib.loads((resources.files("openenvgen") / "data" / "catalog.toml").read_text("utf-8"))
+    from openenvgen.catalog.reader import read_catalog
+
+    return read_catalog()
 
 
 def _reason(why: Any) -> str:
@@ -377,7 +378,7 @@ def _reason(why: Any) -> str:
 def catalog_reference() -> str:
     """The catalog page: every env of the embedded catalog, and the upstream envs left out."""
     from openenvgen import catalog
-    from openenvgen.pipeline import catalog_json
+    from openenvgen.catalog.listing import catalog_json
 
     entries = catalog.entries()
     raw = catalog_data()
@@ -387,7 +388,7 @@ def catalog_reference() -> str:
     out = [
         "# The catalog",
         "",
-        f"Generated from `generator/openenvgen/data/catalog.toml` at every build: {len(listed)} envs of "
+        f"Generated from `generator/openenvgen/catalog/data/catalog.toml` at every build: {len(listed)} envs of "
         f"[{source.get('repo', 'huggingface/OpenEnv')}](https://github.com/{source.get('repo', 'huggingface/OpenEnv')}) "
         f"(commit `{commit[:8]}`), each captured by the project itself "
         "(see [Regeneration and CI](guides/regeneration.md#recapturing-the-catalog)). "
@@ -452,9 +453,57 @@ PACKAGES = {
 """Import name → folder in the repository, bottom package first."""
 
 
+@dataclass(frozen=True)
+class Module:
+    """One module or subpackage of a distribution, where its package's `Layers:` line puts it."""
+
+    name: str
+    """Dotted, relative to the distribution: `cli`, `build`, `build.render`."""
+    layer: str
+    """`4` (a layer of the distribution), `4.1` (a layer inside subpackage 4), "" when no line places it."""
+    doc: str
+    """The module's docstring (a subpackage's: its `__init__`'s)."""
+    is_package: bool
+    depth: int
+    """0 for the distribution's own modules and subpackages, 1 inside a subpackage, ..."""
+
+    @property
+    def first_line(self) -> str:
+        """The docstring's first line: its summary."""
+        return self.doc.strip().splitlines()[0].strip() if self.doc.strip() else ""
+
+
 def _summary(doc: str) -> str:
     """A docstring's first paragraph, on one line."""
     return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def _doc(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
+
+
+def layers_line(doc: str) -> list[list[str]]:
+    """A docstring's `Layers:` (or `Layers (...):`) line, bottom up: `a, b < c` → [[a, b], [c]]."""
+    line = next((line for line in doc.splitlines() if re.match(r"Layers\b", line)), "")
+    return [[name.strip() for name in part.split(",")] for part in line.split(":", 1)[-1].split(" < ")] if line else []
+
+
+def module_tree(folder: Path, prefix: str = "", layer: str = "", depth: int = 0) -> list[Module]:
+    """Every module and subpackage under a package folder, depth first, each level in the order
+    of its package's `Layers:` line (bottom layer first; modules it leaves out last)."""
+    children: dict[str, Path] = {path.stem: path for path in folder.glob("*.py") if path.stem != "__init__"}
+    children |= {path.name: path for path in folder.iterdir() if (path / "__init__.py").is_file()}
+    level = {name: i for i, names in enumerate(layers_line(_doc(folder / "__init__.py"))) for name in names}
+    found: list[Module] = []
+    for name in sorted(children, key=lambda name: (level.get(name, len(level)), name)):
+        path = children[name]
+        is_package = path.is_dir()
+        here = f"{layer}.{level[name]}" if layer and name in level else str(level[name]) if name in level else layer
+        doc = _doc(path / "__init__.py" if is_package else path)
+        found.append(Module(f"{prefix}{name}", here, doc, is_package, depth))
+        if is_package:
+            found += module_tree(path, f"{prefix}{name}.", here, depth + 1)
+    return found
 
 
 def modules_reference(root: Path) -> str:
@@ -463,28 +512,58 @@ def modules_reference(root: Path) -> str:
         "# Modules",
         "",
         "Generated from the modules' own docstrings, in the layers each package's `__init__.py` "
-        "states (a module imports only modules of lower layers; `tests/test_layering.py` holds "
-        "the code to it). Bottom layer first.",
+        "states (a module imports only modules of lower layers; `tests/project/test_layering.py` holds "
+        "the code to it). Bottom layer first; `4.1` is layer 1 of the subpackage in layer 4. "
+        "[How it works](how-it-works.md) draws the generator's tree.",
         "",
     ]
     for package, folder in PACKAGES.items():
-        files = {path.stem: path for path in sorted((root / folder).glob("*.py"))}
-        init_doc = ast.get_docstring(ast.parse(files.pop("__init__").read_text("utf-8"))) or ""
-        line = next((line for line in init_doc.splitlines() if line.startswith("Layers")), "")
-        layers = [[name.strip() for name in part.split(",")] for part in line.split(":", 1)[-1].split(" < ")] if line else []
-        out += [f"## `{package}`", "", _summary(init_doc), "", "| layer | module | what it does |", "|---|---|---|"]
-        placed = set()
-        for level, names in enumerate(layers):
-            for name in names:
-                if name in files:
-                    placed.add(name)
-                    doc = ast.get_docstring(ast.parse(files[name].read_text("utf-8"))) or ""
-                    out.append(f"| {level} | `{name}` | {_cell(_summary(doc))} |")
-        for name in sorted(set(files) - placed):
-            doc = ast.get_docstring(ast.parse(files[name].read_text("utf-8"))) or ""
-            out.append(f"| (none yet) | `{name}` | {_cell(_summary(doc))} |")
+        out += [f"## `{package}`", "", _summary(_doc(root / folder / "__init__.py")), ""]
+        out += ["| layer | module | what it does |", "|---|---|---|"]
+        for module in module_tree(root / folder):
+            name = f"`{module.name}`" + (" (subpackage)" if module.is_package else "")
+            out.append(f"| {module.layer or '(none yet)'} | {name} | {_cell(_summary(module.doc))} |")
         out.append("")
     return "\n".join(out)
+
+
+def package_tree(root: Path, folder: str = PACKAGES["openenvgen"]) -> str:
+    """A package drawn as a tree: each subpackage and module with its layer and the first line of
+    its docstring, each level bottom layer first."""
+    modules = module_tree(root / folder)
+    rows = [(f"{folder}/", "layer", _doc(root / folder / "__init__.py").strip().splitlines()[0])]
+    for i, module in enumerate(modules):
+        # Whether a later module sits at each depth decides the rails: `├──`/`└──` and `│`.
+        later = [any(m.depth == d for m in _until_shallower(modules[i + 1 :], d)) for d in range(module.depth + 1)]
+        rails = "".join("│   " if later[d] else "    " for d in range(module.depth))
+        leaf = module.name.rsplit(".", 1)[-1] + ("/" if module.is_package else ".py")
+        branch = "├── " if later[module.depth] else "└── "
+        rows.append((f"{rails}{branch}{leaf}", module.layer, module.first_line))
+    width = max(len(name) for name, _, _ in rows)
+    layer_width = max(len(layer) for _, layer, _ in rows)
+    lines = [f"{name:<{width}}  {layer:<{layer_width}}  {doc}".rstrip() for name, layer, doc in rows]
+    return "```text\n" + "\n".join(lines) + "\n```\n"
+
+
+def _until_shallower(modules: list[Module], depth: int) -> list[Module]:
+    """The modules that follow, up to the first one shallower than `depth` (the subtree's end)."""
+    out = []
+    for module in modules:
+        if module.depth < depth:
+            break
+        out.append(module)
+    return out
+
+
+TREE_MARKER = "<!-- the package tree: drawn from the code by docs/gen_pages.py -->"
+"""Where How it works gets the generator's tree at build time."""
+
+
+def how_it_works_page(page: str, root: Path) -> str:
+    """docs/reference/how-it-works.md with the generator's tree drawn at its marker."""
+    if page.count(TREE_MARKER) != 1:
+        raise ValueError(f"how-it-works.md must hold {TREE_MARKER!r} once")
+    return page.replace(TREE_MARKER, package_tree(root).rstrip("\n"))
 
 
 # ---------------------------------------------------------------- benchmarks
