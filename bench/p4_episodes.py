@@ -68,6 +68,8 @@ from common import (
     spread,
     write_eval_config,
 )
+from openenvgen_schemas.processes import stop_process_group
+from openenvgen_schemas.wire import NotHealthy, wait_healthy
 from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 SCRIPT = ['{"guess": 3}', "7"]
@@ -90,8 +92,6 @@ P6_TARGET_CPU_PER_EPISODE = 0.3
 def uv_server(app: str, env_vars: dict[str, str] | None = None, timeout: float = 300) -> Iterator[str]:
     """One env server through OpenEnv's UV provider (via the runtime's launcher, which
     logs its output and owns its process group); stopped on exit."""
-    import httpx
-
     from openenvgen_runtime import launch
 
     os.environ["PATH"] = bench_env()["PATH"]
@@ -102,18 +102,10 @@ def uv_server(app: str, env_vars: dict[str, str] | None = None, timeout: float =
     provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=timeout)
     (url,) = provider.launch()
     try:
-        while True:
-            code = provider.exit_code()
-            if code is not None:
-                raise RuntimeError(f"{app}: server exited with {code}: {provider.log_tail()}")
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() - started > timeout:
-                raise RuntimeError(f"{app}: not ready after {timeout}s: {provider.log_tail()}")
-            time.sleep(0.2)
+        try:
+            wait_healthy(url, timeout, exited=provider.exit_code, interval=0.2)
+        except NotHealthy as e:
+            raise RuntimeError(f"{app}: {e}: {provider.log_tail()}") from None
         log(f"{app} ready at {url} after {time.monotonic() - started:.1f}s")
         yield url
     finally:
@@ -193,12 +185,7 @@ def run_eval(
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                stop_process_group(proc, grace=30)
         wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu_before
     # Anything the run started and left behind (servers, harness programs) is ours to stop.

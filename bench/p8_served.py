@@ -61,6 +61,7 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from openenvgen_schemas.processes import stop_process_group
 from common import (  # noqa: E402
     BENCH,
     CONCURRENT_APP,
@@ -128,12 +129,7 @@ def env_server(config_data: dict[str, Any], workers: int, out_dir: Path, package
             yield proc, address
         finally:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                stop_process_group(proc, grace=60)
             for pid in marked_pids(marker):  # anything the server left behind
                 try:
                     os.kill(pid, signal.SIGKILL)

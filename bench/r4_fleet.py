@@ -34,7 +34,6 @@ import argparse
 import collections
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,8 @@ from common import (  # noqa: E402
     log,
     write_eval_config,
 )
+from openenvgen_schemas.processes import stop_process_group  # noqa: E402
+from openenvgen_schemas.wire import health  # noqa: E402
 from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT  # noqa: E402
 
 SCRIPT = ['{"guess": 3}', "7"]
@@ -97,10 +98,8 @@ class FleetServer:
         code = self.provider.exit_code()
         if code is not None:
             raise RuntimeError(f"server exited with {code}: {self.provider.log_tail()}")
-        try:
-            return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
+        with httpx.Client() as client:
+            return health(client, self.url, timeout=2) is None
 
     def start(self, timeout: float = 300) -> None:
         self.launch()
@@ -219,13 +218,11 @@ def one_run(
                         back()
                     elif time.perf_counter() - started > timeout:
                         timed_out = True
-                        os.killpg(proc.pid, signal.SIGTERM)
-                        proc.wait(timeout=60)
+                        stop_process_group(proc, grace=60)
                     time.sleep(0.05)
             finally:
                 if proc.poll() is None:  # this bench broke: the eval must not outlive it
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                    stop_process_group(proc, grace=5)
             wall = time.perf_counter() - started
         # The run may end first: the fleet is whole again before the next run.
         if "killed_at" in event and "restarted" not in event:
