@@ -12,6 +12,8 @@ docs/training.md says so.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -25,7 +27,7 @@ from typing import Any
 
 import pytest
 from openenvgen_runtime.launch import LaunchError
-from verifiers.v1.serve import env_config_data
+from verifiers.v1.serve import EnvClient, env_config_data
 from verifiers.v1.utils.loaders import resolve_env_config
 
 from openenvgen_testsupport import docker_images, served
@@ -368,6 +370,38 @@ def test_no_server_left_when_the_env_server_or_a_worker_is_signalled(
         assert wait_for(lambda: target == "worker" or marked_processes(marker) == [], timeout=60), marked_processes(marker)
     assert wait_for(lambda: marked_processes(marker) == [], timeout=60), marked_processes(marker)
     assert wait_for(lambda: not any(served.children(w) or Path(f"/proc/{w}").exists() for w in workers), timeout=30)
+
+
+async def healthy(address: str) -> None:
+    client = EnvClient(address)
+    try:
+        await client.wait_for_server_startup(timeout=120)
+    finally:
+        await client.close()
+
+
+def test_the_env_server_stops_on_sigint_when_started_with_sigint_ignored(
+    count_pkg: str, task_server: str, tmp_path: Path
+) -> None:
+    """A test run that is a background job of a non-interactive shell (`make test &` in a
+    script) starts with SIGINT ignored, and so does every process it spawns; verifiers 0.4.0's
+    `serve_env` arms only SIGTERM, so its env server would ignore SIGINT and stay up. The
+    harness's env server re-arms SIGINT (`served.serve_env_interruptible`): SIGINT stops it
+    and its workers."""
+    config = served.env_config(count_pkg, {"base_url": task_server})
+    with contextlib.ExitStack() as stack:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # what the spawned server inherits
+        try:
+            server = stack.enter_context(served.env_server(config, tmp_path / "env-server.log"))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        asyncio.run(healthy(server.address))
+        assert wait_for(lambda: len(server.workers()) == 2, timeout=60), server.workers()
+        workers = server.workers()
+        server.signal(signal.SIGINT)
+        server.process.join(120)
+        assert not server.process.is_alive(), "the env server ignored SIGINT"
+    assert wait_for(lambda: not any(Path(f"/proc/{w}").exists() for w in workers), timeout=30)
 
 
 @pytest.mark.rollout

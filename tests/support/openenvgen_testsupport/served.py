@@ -18,6 +18,7 @@ import functools
 import logging
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,19 @@ def launched_servers(pids: list[int]) -> dict[int, int]:
     return servers
 
 
+def serve_env_interruptible(**kwargs: Any) -> None:
+    """verifiers' `serve_env`, with SIGINT handled however this process was started.
+
+    A process that starts with SIGINT ignored (every background job of a non-interactive
+    shell: `make test &` in a script, a CI step run that way) passes that on to what it
+    spawns, and Python then installs no KeyboardInterrupt handler. verifiers 0.4.0's
+    `serve_env` arms SIGTERM itself (`_arm_teardown`) but leaves SIGINT as it found it, and
+    `asyncio.run` turns SIGINT into a cancel only when its handler is Python's default: so
+    the env server would ignore SIGINT and stay up. Here SIGINT stops it, as in a terminal."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    serve_env(**kwargs)
+
+
 @dataclass
 class EnvServerProcess:
     """A running `serve_env` process and the ZMQ address its frontend bound."""
@@ -125,11 +139,13 @@ def env_server(
     startup_timeout: float = 180.0,
 ) -> Iterator[EnvServerProcess]:
     """`serve_env` for `config` in a spawned process, on an OS-assigned loopback port; stopped
-    (SIGTERM, as the orchestrator's shutdown does) on exit unless the test already ended it."""
+    (SIGTERM, as the orchestrator's shutdown does) on exit unless the test already ended it.
+    SIGINT stops it too, even when this process runs with SIGINT ignored (see
+    `serve_env_interruptible`)."""
     ctx = mp.get_context("spawn")
     addresses = ctx.Queue()
     process = ctx.Process(
-        target=serve_env,
+        target=serve_env_interruptible,
         kwargs=dict(
             config_data=env_config_data(config),
             address="tcp://127.0.0.1:0",
