@@ -93,7 +93,7 @@ def machine() -> dict[str, Any]:
     uv = shutil.which("uv", path=bench_env()["PATH"])
     uv_version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout.strip() if uv else None
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "ram_gib": round(mem_kb / 1024 / 1024, 1),
@@ -150,7 +150,11 @@ def tree_cpu_s(root: int, marker: str | None = None) -> float:
 
 def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
     """min / median / max of `values`."""
-    return {"min": round(min(values), digits), "median": round(median(values), digits), "max": round(max(values), digits)}
+    return {
+        "min": round(min(values), digits),
+        "median": round(median(values), digits),
+        "max": round(max(values), digits),
+    }
 
 
 @dataclass
@@ -161,7 +165,9 @@ class Timed:
     stderr: str
 
 
-def run_timed(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120) -> Timed:
+def run_timed(
+    cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> Timed:
     """Wall time of a whole process, from fork to exit."""
     start = time.perf_counter()
     proc = subprocess.run(list(cmd), cwd=cwd, env=env or bench_env(), capture_output=True, text=True, timeout=timeout)
@@ -247,7 +253,11 @@ def _kind(pid: int, root: int) -> str:
 
 def marked_pids(marker: str) -> list[int]:
     needle = marker.encode()
-    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and int(e.name) != os.getpid() and _has_marker(int(e.name), needle)]
+    return [
+        int(e.name)
+        for e in os.scandir("/proc")
+        if e.name.isdigit() and int(e.name) != os.getpid() and _has_marker(int(e.name), needle)
+    ]
 
 
 @dataclass
@@ -284,7 +294,10 @@ class TreeSampler:
             kind[2] += p
         if rss > self.peak_rss_kb:
             self.peak_rss_kb = rss
-            self.at_peak = {k: {"processes": v[0], "rss_mib": round(v[1] / 1024, 1), "pss_mib": round(v[2] / 1024, 1)} for k, v in sorted(kinds.items())}
+            self.at_peak = {
+                k: {"processes": v[0], "rss_mib": round(v[1] / 1024, 1), "pss_mib": round(v[2] / 1024, 1)}
+                for k, v in sorted(kinds.items())
+            }
         self.peak_pss_kb = max(self.peak_pss_kb, pss)
         self.peak_processes = max(self.peak_processes, len(pids))
         self.samples += 1
@@ -337,4 +350,3 @@ class DelayedModel:
         if scope.get("type") == "http" and str(scope.get("path", "")).endswith("/chat/completions"):
             await asyncio.sleep(self.delay)
         await self.app(scope, receive, send)
-

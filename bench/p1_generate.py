@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common import bench_env, log, median, run_timed
+
 from openenvgen_testsupport.paths import OPENENV_GEN
 
 TARGET_S = 0.5
@@ -60,8 +61,19 @@ print(json.dumps(out), file=sys.stderr)
 def importtime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     """`python -X importtime`: total, self time grouped by top-level package, forbidden imports."""
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import sys; from openenvgen.cli import main; sys.argv=['openenv-gen', *sys.argv[1:]]; main()", *args],
-        cwd=cwd, env={**bench_env(), **(extra_env or {})}, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "import sys; from openenvgen.cli import main; sys.argv=['openenv-gen', *sys.argv[1:]]; main()",
+            *args,
+        ],
+        cwd=cwd,
+        env={**bench_env(), **(extra_env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     by_package: dict[str, int] = defaultdict(int)
     modules: list[str] = []
@@ -87,7 +99,9 @@ def importtime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = No
 
 def profile(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     env = {**bench_env(), **(extra_env or {})}
-    proc = subprocess.run([sys.executable, "-c", _PROFILE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROFILE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
     for line in reversed(proc.stderr.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
@@ -110,7 +124,10 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         GEN_COLD: (lambda rep: fresh(rep, "cold"), cold),
         GEN_AGAIN: (lambda rep: [OPENENV_GEN, "wordle", "--out", str(work / "wordle-again")], warm),
         "python -c 'import verifiers.v1'": (lambda rep: [sys.executable, "-c", "import verifiers.v1"], {}),
-        "python -c 'from openenv import GenericEnvClient'": (lambda rep: [sys.executable, "-c", "from openenv import GenericEnvClient"], {}),
+        "python -c 'from openenv import GenericEnvClient'": (
+            lambda rep: [sys.executable, "-c", "from openenv import GenericEnvClient"],
+            {},
+        ),
     }
     times: dict[str, list[float]] = {k: [] for k in commands}
     failures: list[str] = []
@@ -146,7 +163,9 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
             "generation_vs_python_floor": round(gen / medians["python -c pass"], 1),
             "ratio_cold": round(gen_cold / TARGET_S, 2),
             "verifiers_import_vs_generation": round(medians["python -c 'import verifiers.v1'"] / gen, 1),
-            "openenv_client_import_vs_generation": round(medians["python -c 'from openenv import GenericEnvClient'"] / gen, 1),
+            "openenv_client_import_vs_generation": round(
+                medians["python -c 'from openenv import GenericEnvClient'"] / gen, 1
+            ),
             "importtime": imports,
             "importtime_cold": imports_cold,
             "importtime_regenerate_in_place": imports_again,

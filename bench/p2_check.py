@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from common import bench_env, log, median, run_timed
-from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
 from p1_generate import importtime, profile
+
+from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
 
 TARGET_S = 1.0
 PACKAGES = 10
@@ -34,7 +35,11 @@ def capture_fixture_schemas(out: Path) -> list[tuple[str, Path]]:
     from openenvgen_testsupport.servers import serve_app
 
     files = []
-    for name, factory in (("fixture_wordle", make_wordle_app), ("fixture_grid", make_grid_app), ("fixture_mcp", make_mcp_app)):
+    for name, factory in (
+        ("fixture_wordle", make_wordle_app),
+        ("fixture_grid", make_grid_app),
+        ("fixture_mcp", make_mcp_app),
+    ):
         with serve_app(factory(), ready_path="/health") as url:
             schema = httpx.get(f"{url}/schema", timeout=10).json()
             capture: dict[str, Any] = {
@@ -42,7 +47,9 @@ def capture_fixture_schemas(out: Path) -> list[tuple[str, Path]]:
                 "metadata": httpx.get(f"{url}/metadata", timeout=10).json(),
             }
             if name == "fixture_mcp":
-                reply = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}, timeout=10)
+                reply = httpx.post(
+                    f"{url}/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}, timeout=10
+                )
                 capture["tools"] = reply.json()["result"]["tools"]
         path = out / f"{name}.json"
         path.write_text(json.dumps(capture, indent=1))
@@ -53,7 +60,9 @@ def capture_fixture_schemas(out: Path) -> list[tuple[str, Path]]:
 def run(quick: bool, workdir: Path) -> dict[str, Any]:
     reps = 5 if quick else 9
     work = Path(tempfile.mkdtemp(prefix="p2-", dir=workdir))
-    checked_in = sorted(p for p in (ROOT / "generated").iterdir() if p.is_dir() and any(p.glob("*/snapshot.json")))[:PACKAGES]
+    checked_in = sorted(p for p in (ROOT / "generated").iterdir() if p.is_dir() and any(p.glob("*/snapshot.json")))[
+        :PACKAGES
+    ]
     extra: list[Path] = []
     for name, schema_file in capture_fixture_schemas(work):
         if len(checked_in) + len(extra) >= PACKAGES:
@@ -112,7 +121,10 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         "meets_target_cold": ten_cold <= TARGET_S,
         "details": {
             "repetitions": reps,
-            "packages": [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name + " (temp, --schema-file)" for p in packages],
+            "packages": [
+                str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else p.name + " (temp, --schema-file)"
+                for p in packages
+            ],
             "median_s": medians,
             "all_s": {k: [round(x, 3) for x in v] for k, v in times.items()},
             "per_package_s": round(per_package, 3),

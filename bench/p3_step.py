@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from common import log, median
+
 from openenvgen_testsupport.paths import OPENENV_GEN
 
 TARGET_RATIO = 1.05
@@ -45,7 +46,9 @@ ACTION = {"message": "[slate]"}
 def _generate_fixture_package(url: str, out_root: Path) -> Any:
     """The Wordle fixture's adapter package, generated from the live server, imported."""
     out = out_root / "benchwordle"
-    proc = subprocess.run([OPENENV_GEN, "benchwordle", "--base-url", url, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [OPENENV_GEN, "benchwordle", "--base-url", url, "--out", str(out)], capture_output=True, text=True, timeout=120
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"openenv-gen benchwordle failed: {proc.stderr.strip()}")
     sys.path.insert(0, str(out))
@@ -134,7 +137,9 @@ def _cpu_breakdown(space: Any, turn: Any, observation: dict[str, Any], n: int = 
     parts = {
         "parse_total": lambda: space.parse(REPLY),
         "parse.decode (fence regex + failed json.loads)": lambda: _decode(REPLY),
-        "parse.validate_and_dump": lambda: space.action_model.model_validate(ACTION).model_dump(mode="json", exclude_unset=True),
+        "parse.validate_and_dump": lambda: space.action_model.model_validate(ACTION).model_dump(
+            mode="json", exclude_unset=True
+        ),
         "turn_total": lambda: drive(turn(observation, space, 0.0)),
         "turn.dumps(prompt_schema()) (same every step)": lambda: json.dumps(space.prompt_schema(), ensure_ascii=False),
         "step_loop_total (parse + turn)": lambda: (space.parse(REPLY), drive(turn(observation, space, 0.0))),
@@ -183,7 +188,9 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
     cpu = breakdown["step_loop_total (parse + turn)"] / 1e6
     raw_med, ours_med = median(raw), median(ours)
     ratio = ours_med / raw_med
-    log(f"P3 raw {raw_med * 1e6:.0f} us/step, runtime {ours_med * 1e6:.0f} us/step, ratio {ratio:.3f} (target {TARGET_RATIO})")
+    log(
+        f"P3 raw {raw_med * 1e6:.0f} us/step, runtime {ours_med * 1e6:.0f} us/step, ratio {ratio:.3f} (target {TARGET_RATIO})"
+    )
     return {
         "id": "P3",
         "title": "per-step cost: runtime episode loop vs raw `GenericEnvClient` loop",
@@ -199,7 +206,9 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
             "raw_us_per_step_p10_p50_p90": [round(x * 1e6, 1) for x in _quantiles(raw)],
             "runtime_us_per_step_p10_p50_p90": [round(x * 1e6, 1) for x in _quantiles(ours)],
             "ratio_of_means": round(statistics.fmean(ours) / statistics.fmean(raw), 3),
-            "in_place_us_over_raw_p50": {name: round((median(v) - raw_med) * 1e6, 1) for name, v in times.items() if name != "raw"},
+            "in_place_us_over_raw_p50": {
+                name: round((median(v) - raw_med) * 1e6, 1) for name, v in times.items() if name != "raw"
+            },
             "runtime_cpu_us_per_step_no_io": breakdown,
             "expected_ratio_from_cpu": round((raw_med + cpu) / raw_med, 3),
         },

@@ -50,9 +50,10 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from common import (
     BENCH,
@@ -68,6 +69,7 @@ from common import (
     spread,
     write_eval_config,
 )
+
 from openenvgen_schemas.processes import stop_process_group
 from openenvgen_schemas.wire import NotHealthy, wait_healthy
 from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
@@ -118,7 +120,10 @@ def generate_package(workdir: Path) -> Path:
     with uv_server(UV_FIXTURE_APP) as url:
         proc = subprocess.run(
             [OPENENV_GEN, "guess", "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", UV_FIXTURE_APP],
-            capture_output=True, text=True, timeout=120, env=bench_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=bench_env(),
         )
     if proc.returncode != 0:
         raise RuntimeError(f"openenv-gen guess failed: {proc.stderr.strip()}")
@@ -178,7 +183,12 @@ def run_eval(
         start = time.perf_counter()
         proc = subprocess.Popen(
             [VF_EVAL, "@", str(config), "--no-rich"],
-            cwd=out_dir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
+            cwd=out_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
         )
         with TreeSampler(proc.pid, marker, interval=0.5) as sampler:
             try:
@@ -223,7 +233,11 @@ def run_eval(
         "episodes": episodes,
         "concurrency": concurrency,
         "tasks": len(transport.get("resets") or [{}]),
-        "transport": {k: v for k, v in transport.items() if k not in ("provider_kwargs", "resets") and (adapter == "runtime" or k != "max_servers")}
+        "transport": {
+            k: v
+            for k, v in transport.items()
+            if k not in ("provider_kwargs", "resets") and (adapter == "runtime" or k != "max_servers")
+        }
         | ({"provider": "uv"} if "env" in transport else {}),
         "returncode": proc.returncode,
         "timed_out": timed_out,
@@ -248,8 +262,7 @@ def run_eval(
     log(
         f"{adapter:8s} {seat:10s} {episodes}@{concurrency} {result['transport']}: ok {ok}/{episodes}, successful {success}, "
         f"{wall:.1f}s (episodes {episode_phase:.1f}s), {result['successful_per_min']}/min, CPU {cpu:.1f}s, "
-        f"peak RSS {result['memory']['peak_rss_mib']} MiB"
-        + (" TIMED OUT" if timed_out else "")
+        f"peak RSS {result['memory']['peak_rss_mib']} MiB" + (" TIMED OUT" if timed_out else "")
     )
     return result
 
@@ -277,7 +290,12 @@ def _episode_phase(records: list[dict[str, Any]]) -> float:
 
 
 def _short_error(text: str) -> str:
-    for needle in ("timed out during opening handshake", "CAPACITY_REACHED", "Server did not become ready", "ConnectionClosed"):
+    for needle in (
+        "timed out during opening handshake",
+        "CAPACITY_REACHED",
+        "Server did not become ready",
+        "ConnectionClosed",
+    ):
         if needle in text:
             return needle
     return text.strip().splitlines()[-1][:160] if text.strip() else "(empty)"
@@ -312,17 +330,44 @@ def p4(quick: bool, workdir: Path, package_dir: Path, model_url: str) -> dict[st
         order = ("builtin", "runtime") if episodes <= 16 else ("runtime", "builtin")
         for adapter in order:
             pair[adapter] = run_eval(
-                adapter, _uv_transport(max_servers), episodes=episodes, concurrency=concurrency, model_url=model_url,
-                package_dir=package_dir, out_dir=workdir / f"p4-{episodes}x{concurrency}-{adapter}", timeout=timeouts[adapter],
+                adapter,
+                _uv_transport(max_servers),
+                episodes=episodes,
+                concurrency=concurrency,
+                model_url=model_url,
+                package_dir=package_dir,
+                out_dir=workdir / f"p4-{episodes}x{concurrency}-{adapter}",
+                timeout=timeouts[adapter],
             )
-        runs.append({"episodes": episodes, "concurrency": concurrency, "max_servers": max_servers, **pair, **_compare(pair["runtime"], pair["builtin"])})
+        runs.append(
+            {
+                "episodes": episodes,
+                "concurrency": concurrency,
+                "max_servers": max_servers,
+                **pair,
+                **_compare(pair["runtime"], pair["builtin"]),
+            }
+        )
     if not quick:
         # Pool size on this machine: each UV launch costs several CPU-seconds.
         for max_servers in (1, 2):
-            runs.append({"episodes": 16, "concurrency": 4, "max_servers": max_servers, "runtime": run_eval(
-                "runtime", _uv_transport(max_servers), episodes=16, concurrency=4, model_url=model_url,
-                package_dir=package_dir, out_dir=workdir / f"p4-16x4-runtime-max{max_servers}", timeout=600,
-            )})
+            runs.append(
+                {
+                    "episodes": 16,
+                    "concurrency": 4,
+                    "max_servers": max_servers,
+                    "runtime": run_eval(
+                        "runtime",
+                        _uv_transport(max_servers),
+                        episodes=16,
+                        concurrency=4,
+                        model_url=model_url,
+                        package_dir=package_dir,
+                        out_dir=workdir / f"p4-16x4-runtime-max{max_servers}",
+                        timeout=600,
+                    ),
+                }
+            )
     head = runs[0]
     ours, builtin = head["runtime"], head["builtin"]
     all_ok = all(r["runtime"]["ok"] == r["episodes"] for r in runs)
@@ -376,10 +421,19 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
     runs: list[dict[str, Any]] = []
     for r in range(rounds):
         for adapter, seat in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
-            runs.append(run_eval(
-                adapter, {"base_url": url}, episodes=episodes, concurrency=concurrency, model_url=model_url,
-                package_dir=package_dir, out_dir=workdir / f"p5-{r}-{adapter}-{seat}", timeout=1200, seat=seat,
-            ))
+            runs.append(
+                run_eval(
+                    adapter,
+                    {"base_url": url},
+                    episodes=episodes,
+                    concurrency=concurrency,
+                    model_url=model_url,
+                    package_dir=package_dir,
+                    out_dir=workdir / f"p5-{r}-{adapter}-{seat}",
+                    timeout=1200,
+                    seat=seat,
+                )
+            )
     by = {f"{a}/{s}": [x for x in runs if x["adapter"] == a and x["seat"] == s] for a, s in VARIANTS}
     ours, ours_null, builtin = by["runtime/in-process"], by["runtime/null"], by["builtin/null"]
     all_ok = all(x["ok"] == episodes for x in runs)
@@ -401,7 +455,7 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "target": f"all ok and ≥ {P5_TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
             "ratio": both,
             "ratio_label": f"ours in-process / built-in null, successful per minute over the episode phase (mean of {rounds}); "
-                           f"with vf-eval's start-up in the wall time: {_rate_ratio(ours, builtin, wall)}",
+            f"with vf-eval's start-up in the wall time: {_rate_ratio(ours, builtin, wall)}",
             "meets_target": all_ok and both is not None and both >= P5_TARGET_SPEEDUP,
             **common,
         },
@@ -411,7 +465,7 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "target": "all ok and never slower (≥ 1.0)",
             "ratio": adapter,
             "ratio_label": f"ours null / built-in null, successful per minute over the episode phase (mean of {rounds}); "
-                           f"wall: {_rate_ratio(ours_null, builtin, wall)}",
+            f"wall: {_rate_ratio(ours_null, builtin, wall)}",
             "meets_target": all_ok and adapter is not None and adapter >= 1.0,
             **common,
         },
@@ -421,7 +475,7 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "target": "(informational) what the seat is worth on the same adapter",
             "ratio": seat,
             "ratio_label": f"ours in-process / ours null, successful per minute over the episode phase (mean of {rounds}); "
-                           f"wall: {_rate_ratio(ours, ours_null, wall)}",
+            f"wall: {_rate_ratio(ours, ours_null, wall)}",
             "meets_target": None,
             **common,
         },
@@ -441,16 +495,29 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
             cpu: dict[int, dict[str, Any]] = {}
             for size in (n, 4 * n) if rep % 2 == 0 else (4 * n, n):
                 cpu[size] = run_eval(
-                    adapter, {"base_url": url}, episodes=size, concurrency=min(4 * n, 16), model_url=model_url, package_dir=package_dir,
-                    out_dir=workdir / f"p6-{rep}-{adapter}-{seat}-{size}", timeout=900, seat=seat,
+                    adapter,
+                    {"base_url": url},
+                    episodes=size,
+                    concurrency=min(4 * n, 16),
+                    model_url=model_url,
+                    package_dir=package_dir,
+                    out_dir=workdir / f"p6-{rep}-{adapter}-{seat}-{size}",
+                    timeout=900,
+                    seat=seat,
                 )
             slope = (cpu[4 * n]["cpu_s"] - cpu[n]["cpu_s"]) / (3 * n)
-            pairs[f"{adapter}/{seat}"].append({
-                "n": n, "cpu_s_n": cpu[n]["cpu_s"], "cpu_s_4n": cpu[4 * n]["cpu_s"], "slope": round(slope, 4),
-                "startup_cpu_s": round(cpu[n]["cpu_s"] - n * slope, 2),
-                "ok": cpu[n]["ok"] + cpu[4 * n]["ok"], "episodes": 5 * n,
-                "runs": [cpu[n], cpu[4 * n]],
-            })
+            pairs[f"{adapter}/{seat}"].append(
+                {
+                    "n": n,
+                    "cpu_s_n": cpu[n]["cpu_s"],
+                    "cpu_s_4n": cpu[4 * n]["cpu_s"],
+                    "slope": round(slope, 4),
+                    "startup_cpu_s": round(cpu[n]["cpu_s"] - n * slope, 2),
+                    "ok": cpu[n]["ok"] + cpu[4 * n]["ok"],
+                    "episodes": 5 * n,
+                    "runs": [cpu[n], cpu[4 * n]],
+                }
+            )
     slopes = {k: spread([p["slope"] for p in v], 4) for k, v in pairs.items()}
     startup = {k: spread([p["startup_cpu_s"] for p in v], 2) for k, v in pairs.items()}
     all_ok = all(p["ok"] == p["episodes"] for v in pairs.values() for p in v)
@@ -460,7 +527,7 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
     return {
         "id": "P6",
         "title": f"CPU-seconds per episode, whole vf-eval process tree: the slope of {repeats} interleaved pairs of runs of N and 4N episodes "
-                 f"(N = {sizes['in-process']} in-process, {sizes['null']} on `null`); start-up apart",
+        f"(N = {sizes['in-process']} in-process, {sizes['null']} on `null`); start-up apart",
         "target": f"≤ {P6_TARGET_CPU_PER_EPISODE:g} CPU-s per episode on the in-process seat (median of the pairs)",
         "measured": "; ".join(
             f"{k}: {slopes[k]['median']} CPU-s/episode (min {slopes[k]['min']}, max {slopes[k]['max']}), "
@@ -469,27 +536,39 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
         ),
         "ratio": round(null / ours, 1) if ours > 0 else None,
         "ratio_label": f"seat: ours null / ours in-process CPU-s per episode (medians); adapter: built-in null / ours null "
-                       f"{round(builtin / null, 2) if null > 0 else 'n/a'}",
+        f"{round(builtin / null, 2) if null > 0 else 'n/a'}",
         "meets_target": all_ok and ours <= P6_TARGET_CPU_PER_EPISODE,
         "details": {"slopes": slopes, "startup": startup, "pairs": pairs},
     }
 
 
-def p5_single(workdir: Path, package_dir: Path, model_url: str, episodes: int = 16, concurrency: int = 4) -> dict[str, Any]:
+def p5_single(
+    workdir: Path, package_dir: Path, model_url: str, episodes: int = 16, concurrency: int = 4
+) -> dict[str, Any]:
     """The unmodified single-session fixture app as the one shared server."""
     runs = []
     with uv_server(UV_FIXTURE_APP) as url:
         for adapter in ("builtin", "runtime"):
-            runs.append(run_eval(
-                adapter, {"base_url": url}, episodes=episodes, concurrency=concurrency, model_url=model_url,
-                package_dir=package_dir, out_dir=workdir / f"p5single-{adapter}", timeout=900,
-            ))
+            runs.append(
+                run_eval(
+                    adapter,
+                    {"base_url": url},
+                    episodes=episodes,
+                    concurrency=concurrency,
+                    model_url=model_url,
+                    package_dir=package_dir,
+                    out_dir=workdir / f"p5single-{adapter}",
+                    timeout=900,
+                )
+            )
     ours, builtin = runs[1], runs[0]
     return {
         "id": "P5-single",
         "title": f"one shared single-session server (the fixture app as is), {episodes} episodes at {concurrency}",
         "target": "(informational) what each adapter does when the shared server takes one session",
-        "measured": "; ".join(f"{x['adapter']} {x['ok']}/{episodes} ok in {x['wall_s']} s, errors {x['errors']}" for x in runs),
+        "measured": "; ".join(
+            f"{x['adapter']} {x['ok']}/{episodes} ok in {x['wall_s']} s, errors {x['errors']}" for x in runs
+        ),
         "ratio": round(builtin["wall_s"] / ours["wall_s"], 3) if ours["wall_s"] else None,
         "ratio_label": "built-in wall / runtime wall",
         "meets_target": None,

@@ -55,13 +55,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from openenvgen_schemas.processes import stop_process_group
 from common import (  # noqa: E402
     BENCH,
     CONCURRENT_APP,
@@ -73,6 +73,8 @@ from common import (  # noqa: E402
     marked_pids,
     tree_cpu_s,
 )
+
+from openenvgen_schemas.processes import stop_process_group
 
 TARGET_SPEEDUP = 10.0
 TARGET_CPU_PER_EPISODE = 0.05
@@ -105,7 +107,10 @@ def serve_main(config_file: str, workers: int, address: str) -> None:
     from verifiers.v1.serve import serve_env
 
     serve_env(
-        max_workers=workers, elastic=False, address=address, log_setup=_log_setup,
+        max_workers=workers,
+        elastic=False,
+        address=address,
+        log_setup=_log_setup,
         config_data=json.loads(Path(config_file).read_text()),
     )
 
@@ -114,7 +119,9 @@ def serve_main(config_file: str, workers: int, address: str) -> None:
 
 
 @contextmanager
-def env_server(config_data: dict[str, Any], workers: int, out_dir: Path, package_dir: Path, marker: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def env_server(
+    config_data: dict[str, Any], workers: int, out_dir: Path, package_dir: Path, marker: str
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     config_file = out_dir / "env_config.json"
     config_file.write_text(json.dumps(config_data))
@@ -122,8 +129,21 @@ def env_server(config_data: dict[str, Any], workers: int, out_dir: Path, package
     env = eval_env(package_dir, **{marker: "1", API_KEY_VAR: "scripted"})
     with open(out_dir / "server.log", "wb") as logfile:
         proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--serve", str(config_file), "--workers", str(workers), "--address", address],
-            env=env, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--serve",
+                str(config_file),
+                "--workers",
+                str(workers),
+                "--address",
+                address,
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             yield proc, address
@@ -147,7 +167,11 @@ def _outcome(episode: Any) -> tuple[bool, bool, str | None]:
     error = None
     if not ok:
         last = episode.last_error
-        error = (getattr(last, "type", None) or "error") + ": " + str(getattr(last, "message", last))[:160] if last else "not ok"
+        error = (
+            (getattr(last, "type", None) or "error") + ": " + str(getattr(last, "message", last))[:160]
+            if last
+            else "not ok"
+        )
     return ok, ok and reward == 1.0, error
 
 
@@ -167,7 +191,9 @@ async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int,
             counts["in_flight"] += 1
             counts["peak_in_flight"] = max(counts["peak_in_flight"], counts["in_flight"])
             try:
-                episode = await client.run(client=client_config, model="scripted-model", sampling=SamplingConfig(), task_data=data)
+                episode = await client.run(
+                    client=client_config, model="scripted-model", sampling=SamplingConfig(), task_data=data
+                )
                 ok, success, error = _outcome(episode)
             except Exception as e:  # noqa: BLE001 - a failed request is a failed episode
                 ok, success, error = False, False, f"{type(e).__name__}: {str(e)[:160]}"
@@ -200,8 +226,15 @@ def client_tasks(env: dict[str, Any], rollouts: int) -> list[dict[str, Any]]:
 
 
 def served_run(
-    adapter: str, env: dict[str, Any], *, workers: int, episodes_data: list[dict[str, Any]], concurrency: int,
-    model_url: str, package_dir: Path, out_dir: Path,
+    adapter: str,
+    env: dict[str, Any],
+    *,
+    workers: int,
+    episodes_data: list[dict[str, Any]],
+    concurrency: int,
+    model_url: str,
+    package_dir: Path,
+    out_dir: Path,
 ) -> dict[str, Any]:
     """One env server: spawn, warm up (one episode per worker), then the measured episodes."""
     from verifiers.v1.serve import env_config_data
@@ -258,28 +291,48 @@ def served_run(
     return result
 
 
-def memory_run(env: dict[str, Any], *, episodes_data: list[dict[str, Any]], package_dir: Path, out_dir: Path) -> dict[str, Any]:
+def memory_run(
+    env: dict[str, Any], *, episodes_data: list[dict[str, Any]], package_dir: Path, out_dir: Path
+) -> dict[str, Any]:
     """Ours on one worker, MEMORY_IN_FLIGHT episodes in flight at once (slow model)."""
     from p4_episodes import SCRIPT
+
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
 
     with serve_app(DelayedModel(ScriptedChatModel(Script(SCRIPT)), MEMORY_MODEL_DELAY_S)) as slow_url:
-        run = served_run("runtime", env, workers=1, episodes_data=episodes_data, concurrency=MEMORY_IN_FLIGHT,
-                         model_url=str(slow_url), package_dir=package_dir, out_dir=out_dir)
+        run = served_run(
+            "runtime",
+            env,
+            workers=1,
+            episodes_data=episodes_data,
+            concurrency=MEMORY_IN_FLIGHT,
+            model_url=str(slow_url),
+            package_dir=package_dir,
+            out_dir=out_dir,
+        )
     peak, idle = run["memory"], run["memory_idle"]
     run["pss_mib_per_in_flight_episode"] = round((peak["peak_pss_mib"] - idle["peak_pss_mib"]) / MEMORY_IN_FLIGHT, 2)
     run["rss_mib_per_in_flight_episode"] = round((peak["peak_rss_mib"] - idle["peak_rss_mib"]) / MEMORY_IN_FLIGHT, 2)
     return run
 
 
-def in_process_run(url: str, *, tasks: int, rollouts: int, concurrency: int, model_url: str, package_dir: Path, out_dir: Path) -> dict[str, Any]:
+def in_process_run(
+    url: str, *, tasks: int, rollouts: int, concurrency: int, model_url: str, package_dir: Path, out_dir: Path
+) -> dict[str, Any]:
     """Ours through `vf-eval` in one process: same tasks, rollouts and concurrency."""
     from p4_episodes import run_eval
 
     return run_eval(
-        "runtime", {"base_url": url, "resets": [{} for _ in range(tasks)]}, episodes=tasks * rollouts, rollouts_per_task=rollouts,
-        concurrency=concurrency, model_url=model_url, package_dir=package_dir, out_dir=out_dir, timeout=1200,
+        "runtime",
+        {"base_url": url, "resets": [{} for _ in range(tasks)]},
+        episodes=tasks * rollouts,
+        rollouts_per_task=rollouts,
+        concurrency=concurrency,
+        model_url=model_url,
+        package_dir=package_dir,
+        out_dir=out_dir,
+        timeout=1200,
     )
 
 
@@ -299,14 +352,34 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
             # Interleaved: ours, the built-in, then ours again on the other order next time.
             order = ("runtime", "builtin") if workers == 1 else ("builtin", "runtime")
             for adapter in order:
-                runs.append(served_run(
-                    adapter, env_config(adapter, url, tasks), workers=workers, episodes_data=data[adapter], concurrency=concurrency,
-                    model_url=model_url, package_dir=package_dir, out_dir=workdir / f"p8-{adapter}-{workers}w",
-                ))
-        vf_eval = in_process_run(url, tasks=tasks, rollouts=ROLLOUTS_PER_TASK, concurrency=concurrency, model_url=model_url,
-                                 package_dir=package_dir, out_dir=workdir / "p8-vf-eval")
+                runs.append(
+                    served_run(
+                        adapter,
+                        env_config(adapter, url, tasks),
+                        workers=workers,
+                        episodes_data=data[adapter],
+                        concurrency=concurrency,
+                        model_url=model_url,
+                        package_dir=package_dir,
+                        out_dir=workdir / f"p8-{adapter}-{workers}w",
+                    )
+                )
+        vf_eval = in_process_run(
+            url,
+            tasks=tasks,
+            rollouts=ROLLOUTS_PER_TASK,
+            concurrency=concurrency,
+            model_url=model_url,
+            package_dir=package_dir,
+            out_dir=workdir / "p8-vf-eval",
+        )
         memory_env = env_config("runtime", url, MEMORY_IN_FLIGHT)
-        memory = memory_run(memory_env, episodes_data=client_tasks(memory_env, 1), package_dir=package_dir, out_dir=workdir / "p8-memory")
+        memory = memory_run(
+            memory_env,
+            episodes_data=client_tasks(memory_env, 1),
+            package_dir=package_dir,
+            out_dir=workdir / "p8-memory",
+        )
 
     def pick(adapter: str, workers: int) -> dict[str, Any]:
         return next(r for r in runs if r["adapter"] == adapter and r["workers"] == workers)
@@ -314,10 +387,18 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
     ratios, cpu_ok = {}, True
     for workers in (1, 2):
         ours, builtin = pick("runtime", workers), pick("builtin", workers)
-        ratios[workers] = round(ours["successful_per_min"] / builtin["successful_per_min"], 2) if builtin["successful_per_min"] else None
+        ratios[workers] = (
+            round(ours["successful_per_min"] / builtin["successful_per_min"], 2)
+            if builtin["successful_per_min"]
+            else None
+        )
         cpu_ok = cpu_ok and ours["cpu_s_per_episode"] <= TARGET_CPU_PER_EPISODE
-    vs_vf_eval = {w: round(pick("runtime", w)["successful_per_min"] / vf_eval["successful_per_min_episode_phase"], 2)
-                  if vf_eval.get("successful_per_min_episode_phase") else None for w in (1, 2)}
+    vs_vf_eval = {
+        w: round(pick("runtime", w)["successful_per_min"] / vf_eval["successful_per_min_episode_phase"], 2)
+        if vf_eval.get("successful_per_min_episode_phase")
+        else None
+        for w in (1, 2)
+    }
     episodes = tasks * ROLLOUTS_PER_TASK
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
@@ -332,25 +413,27 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
         f"memory at {MEMORY_IN_FLIGHT} in flight on one worker: {memory['pss_mib_per_in_flight_episode']} MiB PSS "
         f"({memory['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode (peak in flight {memory['peak_in_flight']})"
     )
-    return [{
-        "id": "P8",
-        "title": f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes ({tasks} tasks × {ROLLOUTS_PER_TASK}) at {concurrency} in flight: ours on its default seat vs the built-in on `null`",
-        "target": f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); ≤ {TARGET_CPU_PER_EPISODE} CPU-s per episode, whole server process tree",
-        "measured": measured,
-        "ratio": ratios[1],
-        "ratio_text": " / ".join("n/a" if ratios[w] is None else f"{ratios[w]:.2f}" for w in (1, 2)),
-        "ratio_label": "ours / built-in successful episodes per minute, served, 1 / 2 workers (episode phase)",
-        "meets_target": all_ok and speed_ok and cpu_ok,
-        "details": {
-            "served_runs": runs,
-            "vf_eval_run": vf_eval,
-            "memory_run": memory,
-            "speedup_by_workers": ratios,
-            "served_over_vf_eval_by_workers": vs_vf_eval,
-            "speed_goal_met": speed_ok,
-            "cpu_goal_met": cpu_ok,
-        },
-    }]
+    return [
+        {
+            "id": "P8",
+            "title": f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes ({tasks} tasks × {ROLLOUTS_PER_TASK}) at {concurrency} in flight: ours on its default seat vs the built-in on `null`",
+            "target": f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); ≤ {TARGET_CPU_PER_EPISODE} CPU-s per episode, whole server process tree",
+            "measured": measured,
+            "ratio": ratios[1],
+            "ratio_text": " / ".join("n/a" if ratios[w] is None else f"{ratios[w]:.2f}" for w in (1, 2)),
+            "ratio_label": "ours / built-in successful episodes per minute, served, 1 / 2 workers (episode phase)",
+            "meets_target": all_ok and speed_ok and cpu_ok,
+            "details": {
+                "served_runs": runs,
+                "vf_eval_run": vf_eval,
+                "memory_run": memory,
+                "speedup_by_workers": ratios,
+                "served_over_vf_eval_by_workers": vs_vf_eval,
+                "speed_goal_met": speed_ok,
+                "cpu_goal_met": cpu_ok,
+            },
+        }
+    ]
 
 
 def main() -> None:

@@ -54,6 +54,7 @@ from common import (  # noqa: E402
     log,
     write_eval_config,
 )
+
 from openenvgen_schemas.processes import stop_process_group  # noqa: E402
 from openenvgen_schemas.wire import health  # noqa: E402
 from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT  # noqa: E402
@@ -118,7 +119,10 @@ def generate(url: str, workdir: Path) -> Path:
     out = workdir / PACKAGE
     proc = subprocess.run(
         [OPENENV_GEN, PACKAGE, "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", CONCURRENT_APP],
-        capture_output=True, text=True, timeout=180, env=bench_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=bench_env(),
     )
     if proc.returncode != 0:
         raise RuntimeError(f"openenv-gen failed: {proc.stderr.strip()}")
@@ -148,7 +152,13 @@ def _pool_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def one_run(
-    fleet: list[FleetServer], package_dir: Path, out_dir: Path, *, episodes: int, concurrency: int, retries: int,
+    fleet: list[FleetServer],
+    package_dir: Path,
+    out_dir: Path,
+    *,
+    episodes: int,
+    concurrency: int,
+    retries: int,
     timeout: float,
 ) -> dict[str, Any]:
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
@@ -177,13 +187,18 @@ def one_run(
         victim.provider.process.wait()
         event["in_flight"] = killed["in_flight"]
         event["killed_at"] = time.monotonic()
-        log(f"R4: killed {victim.url} holding {event['in_flight']} sessions (the pool's count), "
-            f"after {event['model_turns_at_kill']} model turns")
+        log(
+            f"R4: killed {victim.url} holding {event['in_flight']} sessions (the pool's count), "
+            f"after {event['model_turns_at_kill']} model turns"
+        )
 
     def back() -> None:
         event["down_s"] = round(time.monotonic() - event["killed_at"], 1)
         event["back_while_running"] = proc.poll() is None
-        log(f"R4: {victim.url} back after {event['down_s']} s" + ("" if event["back_while_running"] else " (after the run ended)"))
+        log(
+            f"R4: {victim.url} back after {event['down_s']} s"
+            + ("" if event["back_while_running"] else " (after the run ended)")
+        )
 
     with serve_app(DelayedModel(model, MODEL_DELAY_S)) as model_url:
         config = write_eval_config(
@@ -203,7 +218,11 @@ def one_run(
         with open(out_dir / "stderr.txt", "wb") as stderr:
             proc = subprocess.Popen(
                 [sys.executable, str(BENCH / "vf_eval_probe.py"), "@", str(config), "--no-rich"],
-                cwd=out_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                cwd=out_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
                 start_new_session=True,
             )
             timed_out = False
@@ -211,7 +230,11 @@ def one_run(
                 while proc.poll() is None:
                     if "killed_at" not in event and len(model.requests) >= kill_at:
                         kill()
-                    elif "killed_at" in event and "restarted" not in event and time.monotonic() - event["killed_at"] >= RESTART_AFTER_S:
+                    elif (
+                        "killed_at" in event
+                        and "restarted" not in event
+                        and time.monotonic() - event["killed_at"] >= RESTART_AFTER_S
+                    ):
                         victim.launch()
                         event["restarted"] = True
                     elif "restarted" in event and "down_s" not in event and victim.ready():
@@ -238,10 +261,19 @@ def one_run(
         for s, before, after in zip(fleet, resets_before, resets_after)
     ]
     probe = _pool_lines(out_dir / "pool.jsonl")
-    victim_active_after_return = [
-        srv["active"] for line in probe if "killed_at" in event for srv in line["servers"]
-        if srv["url"] == victim.url and srv["down"] is None and line["t"] > json.loads((out_dir / "killed.json").read_text())["t"] + RESTART_AFTER_S
-    ] if (out_dir / "killed.json").exists() else []
+    victim_active_after_return = (
+        [
+            srv["active"]
+            for line in probe
+            if "killed_at" in event
+            for srv in line["servers"]
+            if srv["url"] == victim.url
+            and srv["down"] is None
+            and line["t"] > json.loads((out_dir / "killed.json").read_text())["t"] + RESTART_AFTER_S
+        ]
+        if (out_dir / "killed.json").exists()
+        else []
+    )
     records = []
     for traces in sorted(out_dir.glob("*/traces.jsonl")):
         records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
@@ -300,13 +332,21 @@ def one_run(
         result["stderr_tail"] = stderr_text[-1500:]
     log(
         f"R4 {episodes}@{concurrency}, retries {retries}: ok {ok}/{episodes}, failed {failed} {dict(failed_stops)}, "
-        f"in flight on the killed server {in_flight}, episodes per server {taken}, {wall:.1f}s" + (" TIMED OUT" if timed_out else "")
+        f"in flight on the killed server {in_flight}, episodes per server {taken}, {wall:.1f}s"
+        + (" TIMED OUT" if timed_out else "")
     )
     return result
 
 
-def run(quick: bool, workdir: Path, *, episodes: int | None = None, concurrency: int | None = None, servers: int = 4,
-        timeout: float = 1800) -> list[dict[str, Any]]:
+def run(
+    quick: bool,
+    workdir: Path,
+    *,
+    episodes: int | None = None,
+    concurrency: int | None = None,
+    servers: int = 4,
+    timeout: float = 1800,
+) -> list[dict[str, Any]]:
     episodes = episodes or (64 if quick else 256)
     concurrency = concurrency or (16 if quick else 64)
     os.environ["PATH"] = bench_env()["PATH"]
@@ -319,8 +359,15 @@ def run(quick: bool, workdir: Path, *, episodes: int | None = None, concurrency:
         package_dir = generate(fleet[1].url, workdir)
         for retries in (0, 2):
             runs.append(
-                one_run(fleet, package_dir, workdir / f"r4-retries{retries}", episodes=episodes, concurrency=concurrency,
-                        retries=retries, timeout=timeout)
+                one_run(
+                    fleet,
+                    package_dir,
+                    workdir / f"r4-retries{retries}",
+                    episodes=episodes,
+                    concurrency=concurrency,
+                    retries=retries,
+                    timeout=timeout,
+                )
             )
     finally:
         for server in fleet:
@@ -334,16 +381,18 @@ def run(quick: bool, workdir: Path, *, episodes: int | None = None, concurrency:
         f"{x['wall_s']} s"
         for x in (plain, retried)
     )
-    return [{
-        "id": "R4",
-        "title": f"fleet of {servers} under load ({episodes}@{concurrency}), one server killed and restarted mid-run",
-        "target": "the killed server returns mid-run and takes new episodes; no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
-        "measured": measured,
-        "ratio": round(retried["ok"] / episodes, 3),
-        "ratio_label": "ok fraction with retries",
-        "meets_target": plain["goal_met"] and retried["goal_met"],
-        "details": {"fleet_runs": runs},
-    }]
+    return [
+        {
+            "id": "R4",
+            "title": f"fleet of {servers} under load ({episodes}@{concurrency}), one server killed and restarted mid-run",
+            "target": "the killed server returns mid-run and takes new episodes; no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
+            "measured": measured,
+            "ratio": round(retried["ok"] / episodes, 3),
+            "ratio_label": "ok fraction with retries",
+            "meets_target": plain["goal_met"] and retried["goal_met"],
+            "details": {"fleet_runs": runs},
+        }
+    ]
 
 
 def main() -> None:
@@ -355,8 +404,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds each vf-eval run may take")
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="openenvgen-r4-") as tmp:
-        (result,) = run(ns.quick, Path(tmp), episodes=ns.episodes, concurrency=ns.concurrency, servers=ns.servers,
-                        timeout=ns.timeout)
+        (result,) = run(
+            ns.quick,
+            Path(tmp),
+            episodes=ns.episodes,
+            concurrency=ns.concurrency,
+            servers=ns.servers,
+            timeout=ns.timeout,
+        )
     print(json.dumps(result, indent=2, ensure_ascii=False))
 
 

@@ -91,8 +91,18 @@ def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
         out = fn()
     except Exception as e:  # noqa: BLE001
         log(f"{name} failed: {e}")
-        return [{"id": name, "title": "(failed to run)", "target": "", "measured": f"{type(e).__name__}: {e}", "ratio": None,
-                 "ratio_label": "", "meets_target": False, "details": {"traceback": traceback.format_exc()}}]
+        return [
+            {
+                "id": name,
+                "title": "(failed to run)",
+                "target": "",
+                "measured": f"{type(e).__name__}: {e}",
+                "ratio": None,
+                "ratio_label": "",
+                "meets_target": False,
+                "details": {"traceback": traceback.format_exc()},
+            }
+        ]
     for result in out:
         result.setdefault("load_average", {"before": before, "after": load_average()})
     return out
@@ -111,11 +121,18 @@ def _mark(value: bool | None) -> str:
 def _header(m: dict[str, Any]) -> list[str]:
     git = m["git"]
     if isinstance(git, dict):
-        tree = "clean tree" if not git["dirty_bench"] and not git["dirty_elsewhere"] else (
-            (f"bench/ changed: {', '.join(git['dirty_bench'])}" if git["dirty_bench"] else "bench/ clean")
-            + (f"; {len(git['dirty_elsewhere'])} other path(s) changed or untracked by other work in progress: "
-               f"{', '.join(git['dirty_elsewhere'][:12])}{' …' if len(git['dirty_elsewhere']) > 12 else ''}"
-               if git["dirty_elsewhere"] else "")
+        tree = (
+            "clean tree"
+            if not git["dirty_bench"] and not git["dirty_elsewhere"]
+            else (
+                (f"bench/ changed: {', '.join(git['dirty_bench'])}" if git["dirty_bench"] else "bench/ clean")
+                + (
+                    f"; {len(git['dirty_elsewhere'])} other path(s) changed or untracked by other work in progress: "
+                    f"{', '.join(git['dirty_elsewhere'][:12])}{' …' if len(git['dirty_elsewhere']) > 12 else ''}"
+                    if git["dirty_elsewhere"]
+                    else ""
+                )
+            )
         )
         commit = f"commit `{git['commit']}` ({git['subject']}); {tree}"
     else:
@@ -127,11 +144,23 @@ def _header(m: dict[str, Any]) -> list[str]:
         f"- **Load** average (1/5/15 min): {m['load_average_start']} at the start, {m['load_average_end']} at the end; "
         "each benchmark's and each run's own load is in its row. The machine is shared with other work: single figures "
         "are noisy, and comparisons are made side by side in one run, interleaved.",
-        *(["- **Quick mode**: sizes smaller than the full run's, and than some targets name (e.g. P8's 256 "
-           "episodes, R4's 256@64); the comparisons are the same. bench/run.py lists each size; full-size figures "
-           "come from `make bench` without QUICK."] if m["mode"] == "quick" else []),
-        *([f"- **Rendered** again from this run's results.json by bench/run.py at commit `{m['rendered_at']}` "
-           "(the figures are the run's; only the page's layout and wording can differ)."] if m.get("rendered_at") else []),
+        *(
+            [
+                "- **Quick mode**: sizes smaller than the full run's, and than some targets name (e.g. P8's 256 "
+                "episodes, R4's 256@64); the comparisons are the same. bench/run.py lists each size; full-size figures "
+                "come from `make bench` without QUICK."
+            ]
+            if m["mode"] == "quick"
+            else []
+        ),
+        *(
+            [
+                f"- **Rendered** again from this run's results.json by bench/run.py at commit `{m['rendered_at']}` "
+                "(the figures are the run's; only the page's layout and wording can differ)."
+            ]
+            if m.get("rendered_at")
+            else []
+        ),
     ]
 
 
@@ -161,7 +190,14 @@ def _vf_eval_runs(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def to_markdown(report: dict[str, Any]) -> str:
     m = report["machine"]
-    out = ["# Benchmark results", "", "Written by bench/run.py (`make bench`) from one run; do not edit by hand.", "", *_header(m), ""]
+    out = [
+        "# Benchmark results",
+        "",
+        "Written by bench/run.py (`make bench`) from one run; do not edit by hand.",
+        "",
+        *_header(m),
+        "",
+    ]
     out += [
         "## Headline",
         "",
@@ -173,11 +209,15 @@ def to_markdown(report: dict[str, Any]) -> str:
         label = f" ({r['ratio_label']})" if r.get("ratio_label") else ""
         load = r.get("load_average", {})
         load_text = f"{load['before'][0]}→{load['after'][0]}" if load else ""
-        out.append(f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} | {_mark(r.get('meets_target'))} | {load_text} |")
+        out.append(
+            f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} | {_mark(r.get('meets_target'))} | {load_text} |"
+        )
     rows = []
     for owner, x in _vf_eval_runs(report):
         mem = x["memory"]
-        kinds = ", ".join(f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items())
+        kinds = ", ".join(
+            f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items()
+        )
         rows.append(
             f"| {owner} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
             f"{x['successful']} | {x['wall_s']} | {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} | "
@@ -233,7 +273,8 @@ def _served_table(d: dict[str, Any]) -> list[str]:
         f"Ours through one `vf-eval` process, same tasks and concurrency: {v['ok']}/{v['episodes']} ok, "
         f"{v['successful_per_min_episode_phase']}/min over its episode phase ({v['episode_phase_s']} s), "
         f"{v['successful_per_min']}/min over its wall time ({v['wall_s']} s). Served / `vf-eval` successful per minute: "
-        + ", ".join(f"{w} worker(s) {r}" for w, r in d["served_over_vf_eval_by_workers"].items()) + ".",
+        + ", ".join(f"{w} worker(s) {r}" for w, r in d["served_over_vf_eval_by_workers"].items())
+        + ".",
         "",
         f"Memory at {mr['peak_in_flight']} episodes in flight on one worker (the last row; the model answers each turn late "
         f"so they overlap): server tree idle after warm-up {mr['memory_idle']['peak_pss_mib']:.0f} MiB PSS / "
@@ -244,10 +285,15 @@ def _served_table(d: dict[str, Any]) -> list[str]:
 
 
 def _p6_table(d: dict[str, Any]) -> list[str]:
-    lines = ["| side | N | CPU-s at N | CPU-s at 4N | CPU-s per episode (slope) | start-up CPU-s (intercept) | ok |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| side | N | CPU-s at N | CPU-s at 4N | CPU-s per episode (slope) | start-up CPU-s (intercept) | ok |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for side, pairs in d["pairs"].items():
         for p in pairs:
-            lines.append(f"| {side} | {p['n']} | {p['cpu_s_n']} | {p['cpu_s_4n']} | {p['slope']} | {p['startup_cpu_s']} | {p['ok']}/{p['episodes']} |")
+            lines.append(
+                f"| {side} | {p['n']} | {p['cpu_s_n']} | {p['cpu_s_4n']} | {p['slope']} | {p['startup_cpu_s']} | {p['ok']}/{p['episodes']} |"
+            )
     return lines
 
 
@@ -270,7 +316,9 @@ def _transport(x: dict[str, Any]) -> str:
     t = x["transport"]
     if "base_url" in t:
         return "one shared base_url server" + (f", {x['tasks']} tasks" if x.get("tasks", 1) > 1 else "")
-    return "UV provider" + (f", max_servers {t['max_servers']}" if x["adapter"] == "runtime" else ", a server per episode")
+    return "UV provider" + (
+        f", max_servers {t['max_servers']}" if x["adapter"] == "runtime" else ", a server per episode"
+    )
 
 
 def _errors(x: dict[str, Any]) -> str:
@@ -292,40 +340,62 @@ def _detail(r: dict[str, Any]) -> str:
         imp = d.get("importtime", {})
         top = ", ".join(f"{k} {v:.0f}" for k, v in list(imp.get("import_ms_by_package", {}).items())[:6])
         prof = d.get("cprofile", {})
-        prof_text = ", ".join(f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}" for k, v in prof.items() if isinstance(v, dict))
+        prof_text = ", ".join(
+            f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}" for k, v in prof.items() if isinstance(v, dict)
+        )
         if r["id"] == "P1":
             again = d.get("importtime_regenerate_in_place", {})
             cold = d.get("importtime_cold", {})
             cold_top = ", ".join(f"{k} {v:.0f}" for k, v in list(cold.get("import_ms_by_package", {}).items())[:4])
-            cold_prof = ", ".join(f"{k} {v['cumulative_s']:.3f} s" for k, v in d.get("cprofile_cold", {}).items() if isinstance(v, dict))
-            extra = (f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports "
-                     f"({cold_top}); cProfile {cold_prof}."
-                     f" Regenerating in place (no scaffold): {again.get('modules_imported')} modules, {again.get('import_total_ms')} ms of imports."
-                     f" Importing verifiers.v1 alone costs {d.get('verifiers_import_vs_generation')}× the whole generation, "
-                     f"OpenEnv's client {d.get('openenv_client_import_vs_generation')}×.")
+            cold_prof = ", ".join(
+                f"{k} {v['cumulative_s']:.3f} s" for k, v in d.get("cprofile_cold", {}).items() if isinstance(v, dict)
+            )
+            extra = (
+                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports "
+                f"({cold_top}); cProfile {cold_prof}."
+                f" Regenerating in place (no scaffold): {again.get('modules_imported')} modules, {again.get('import_total_ms')} ms of imports."
+                f" Importing verifiers.v1 alone costs {d.get('verifiers_import_vs_generation')}× the whole generation, "
+                f"OpenEnv's client {d.get('openenv_client_import_vs_generation')}×."
+            )
         else:
             cold = d.get("importtime_cold", {})
-            cold_prof = ", ".join(f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}" for k, v in d.get("cprofile_cold", {}).items() if isinstance(v, dict))
-            extra = (f" Packages: {', '.join(d.get('packages', []))}."
-                     f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports; cProfile {cold_prof}."
-                     f" Per extra package {d.get('per_package_s')} s, fixed cost {d.get('fixed_s')} s; exit codes {d.get('exit_codes')}"
-                     + (f"; not up to date: {d['not_up_to_date'][:3]}" if d.get("not_up_to_date") else "") + ".")
-        return (f"medians: {med}. Imports: {imp.get('modules_imported')} modules, {imp.get('import_total_ms')} ms "
-                f"(by package, ms: {top}); verifiers/openenv imported: {imp.get('imports_verifiers_or_openenv') or 'none'}. "
-                f"cProfile (cumulative, imports inside included): {prof_text}.{extra}")
+            cold_prof = ", ".join(
+                f"{k} {v['cumulative_s']:.3f} s ×{v['calls']}"
+                for k, v in d.get("cprofile_cold", {}).items()
+                if isinstance(v, dict)
+            )
+            extra = (
+                f" Packages: {', '.join(d.get('packages', []))}."
+                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports; cProfile {cold_prof}."
+                f" Per extra package {d.get('per_package_s')} s, fixed cost {d.get('fixed_s')} s; exit codes {d.get('exit_codes')}"
+                + (f"; not up to date: {d['not_up_to_date'][:3]}" if d.get("not_up_to_date") else "")
+                + "."
+            )
+        return (
+            f"medians: {med}. Imports: {imp.get('modules_imported')} modules, {imp.get('import_total_ms')} ms "
+            f"(by package, ms: {top}); verifiers/openenv imported: {imp.get('imports_verifiers_or_openenv') or 'none'}. "
+            f"cProfile (cumulative, imports inside included): {prof_text}.{extra}"
+        )
     if r["id"] == "P3":
-        return (f"{d.get('steps_each')} steps each, alternating; p10/p50/p90 µs raw {d.get('raw_us_per_step_p10_p50_p90')}, "
-                f"runtime {d.get('runtime_us_per_step_p10_p50_p90')}; ratio of means {d.get('ratio_of_means')}. "
-                f"In place, µs over raw (p50): {d.get('in_place_us_over_raw_p50')}. Hot loop without I/O (µs): "
-                f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give {d.get('expected_ratio_from_cpu')}.")
+        return (
+            f"{d.get('steps_each')} steps each, alternating; p10/p50/p90 µs raw {d.get('raw_us_per_step_p10_p50_p90')}, "
+            f"runtime {d.get('runtime_us_per_step_p10_p50_p90')}; ratio of means {d.get('ratio_of_means')}. "
+            f"In place, µs over raw (p50): {d.get('in_place_us_over_raw_p50')}. Hot loop without I/O (µs): "
+            f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give {d.get('expected_ratio_from_cpu')}."
+        )
     if r["id"] == "P6":
-        return "see the P6 pairs above; min / median / max per side: " + "; ".join(
-            f"{k} {v}" for k, v in d.get("slopes", {}).items()) + "."
+        return (
+            "see the P6 pairs above; min / median / max per side: "
+            + "; ".join(f"{k} {v}" for k, v in d.get("slopes", {}).items())
+            + "."
+        )
     if r["id"] == "R4":
         return "see the R4 runs above."
     if r["id"] == "P8":
-        return (f"speed goal met: {_mark(d.get('speed_goal_met'))}; CPU goal met: {_mark(d.get('cpu_goal_met'))}; "
-                "see the served runs above.")
+        return (
+            f"speed goal met: {_mark(d.get('speed_goal_met'))}; CPU goal met: {_mark(d.get('cpu_goal_met'))}; "
+            "see the served runs above."
+        )
     return "see the episode runs above."
 
 
@@ -335,12 +405,19 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
     parser.add_argument("--out", type=Path, default=BENCH / "out", help="where results.json and results.md go")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (vf-eval outputs, generated packages)")
-    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON",
-                        help="only rewrite results.md (and, for a run of every benchmark, bench/RESULTS.md) from a results.json")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="only rewrite results.md (and, for a run of every benchmark, bench/RESULTS.md) from a results.json",
+    )
     ns = parser.parse_args()
     if ns.render:
         report = json.loads(ns.render.read_text())
-        if isinstance(report["machine"].get("git"), dict) and report["machine"]["git"]["commit"] != git_state()["commit"]:
+        if (
+            isinstance(report["machine"].get("git"), dict)
+            and report["machine"]["git"]["commit"] != git_state()["commit"]
+        ):
             report["machine"]["rendered_at"] = git_state()["commit"]
         markdown = to_markdown(report)
         (ns.render.parent / "results.md").write_text(markdown)

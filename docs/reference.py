@@ -175,7 +175,11 @@ def _default(field: Any) -> str:
         value = field.default
     if hasattr(value, "model_dump"):
         return f"`{type(value).__name__}()`"
-    return f"`{json.dumps(value)}`" if isinstance(value, (str, int, float, bool, list, dict, type(None))) else f"`{value!r}`"
+    return (
+        f"`{json.dumps(value)}`"
+        if isinstance(value, (str, int, float, bool, list, dict, type(None)))
+        else f"`{value!r}`"
+    )
 
 
 def _constraint(field: Any) -> str:
@@ -283,7 +287,7 @@ def options_reference() -> str:
         "```",
         "",
         "Lists and dictionaries take JSON on the command line (`--env.taskset.base-url "
-        "'[\"http://10.0.0.5:8000\", \"http://10.0.0.6:8000\"]'`), and a dictionary's keys can be "
+        '\'["http://10.0.0.5:8000", "http://10.0.0.6:8000"]\'`), and a dictionary\'s keys can be '
         "set one by one (`--env.taskset.provider-kwargs.image wordle-env:latest`).",
         "",
         "## `[env.taskset]`",
@@ -297,7 +301,12 @@ def options_reference() -> str:
         "",
     ]
     if seat:
-        out += ["Its own options, beside verifiers' harness options:", "", *_options_table(seat, "env.player.harness"), ""]
+        out += [
+            "Its own options, beside verifiers' harness options:",
+            "",
+            *_options_table(seat, "env.player.harness"),
+            "",
+        ]
     else:
         shared = ", ".join(f"`{name}`" for name in HarnessConfig.model_fields)
         out += [
@@ -438,7 +447,11 @@ def catalog_reference() -> str:
         "",
         "What each package's system prompt tells the model about acting:",
         "",
-        *(f"- **{name}**: {_cell(entry.get('action_hint', ''))}" for name, entry in raw["envs"].items() if entry.get("action_hint")),
+        *(
+            f"- **{name}**: {_cell(entry.get('action_hint', ''))}"
+            for name, entry in raw["envs"].items()
+            if entry.get("action_hint")
+        ),
     ]
     return "\n".join(out) + "\n"
 
@@ -609,4 +622,3 @@ PAGES = {
     "catalog.md": catalog_reference,
 }
 """Site path → the function that renders it."""
-

@@ -48,7 +48,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.config.stash[_DOCKER_PROBLEM] = (daemon_problem(),)
     (problem,) = item.config.stash[_DOCKER_PROBLEM]
     if problem:
-        skip_loudly(item.config, "docker and swarm tests", f"they need a Docker daemon: {problem}", required_by=REQUIRE_DOCKER)
+        skip_loudly(
+            item.config, "docker and swarm tests", f"they need a Docker daemon: {problem}", required_by=REQUIRE_DOCKER
+        )
 
 
 # --- fixtures --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import click
 import typer
@@ -77,7 +77,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool | None, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = None,
 ) -> None:
     pass
@@ -85,16 +85,58 @@ def _root(
 
 @app.command(cls=_Command)
 def generate(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="Env short name: a catalog entry (see `list`), or any name with --base-url/--schema-file.")],
-    base_url: Annotated[Optional[str], typer.Option("--base-url", metavar="URL", help="Read the schema from this live OpenEnv server.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
-    schema_file: Annotated[Optional[Path], typer.Option("--schema-file", metavar="FILE", help="Read the schema from a saved /schema reply or capture.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Package directory (default: `./<package>`).")] = None,
-    env_id: Annotated[Optional[str], typer.Option("--env-id", metavar="ENV_ID", help="OpenEnv env id the package launches (default: the catalog's, else `openenv/<name>`).")] = None,
-    package: Annotated[Optional[str], typer.Option("--package", metavar="DIST", help="Distribution name (default: `<name>-openenv`).")] = None,
-    app_path: Annotated[Optional[str], typer.Option("--app", metavar="MODULE:ATTR", help="ASGI app the UV provider serves, e.g. my_env.server.app:app.")] = None,
-    no_scaffold: Annotated[bool, typer.Option("--no-scaffold", help="Do not scaffold the user-owned files (CHANGELOG.md, tests/) of a new package.")] = False,
-    project: Annotated[Optional[Path], typer.Option("--project", metavar="DIR", help="An OpenEnv env project (its pyproject.toml and openenv.yaml): start it with the UV provider, serving the manifest's app, generate from it, stop it.")] = None,
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help="Env short name: a catalog entry (see `list`), or any name with --base-url/--schema-file.",
+        ),
+    ],
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", metavar="URL", help="Read the schema from this live OpenEnv server.")
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
+    ] = 10.0,
+    schema_file: Annotated[
+        Path | None,
+        typer.Option("--schema-file", metavar="FILE", help="Read the schema from a saved /schema reply or capture."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", metavar="DIR", help="Package directory (default: `./<package>`).")
+    ] = None,
+    env_id: Annotated[
+        str | None,
+        typer.Option(
+            "--env-id",
+            metavar="ENV_ID",
+            help="OpenEnv env id the package launches (default: the catalog's, else `openenv/<name>`).",
+        ),
+    ] = None,
+    package: Annotated[
+        str | None, typer.Option("--package", metavar="DIST", help="Distribution name (default: `<name>-openenv`).")
+    ] = None,
+    app_path: Annotated[
+        str | None,
+        typer.Option(
+            "--app", metavar="MODULE:ATTR", help="ASGI app the UV provider serves, e.g. my_env.server.app:app."
+        ),
+    ] = None,
+    no_scaffold: Annotated[
+        bool,
+        typer.Option(
+            "--no-scaffold", help="Do not scaffold the user-owned files (CHANGELOG.md, tests/) of a new package."
+        ),
+    ] = False,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project",
+            metavar="DIR",
+            help="An OpenEnv env project (its pyproject.toml and openenv.yaml): start it with the UV provider, serving the manifest's app, generate from it, stop it.",
+        ),
+    ] = None,
 ) -> None:
     """Generate a package from the catalog, a live server, a schema file or an env project."""
     from openenvgen.build.package import generate_package
@@ -108,13 +150,26 @@ def generate(
         typer.echo(f"starting {env.path} (uv run --project {env.path} -- uvicorn {env.app}) ...")
         with serving_project(env) as url:
             written = generate_package(
-                name, base_url=url, timeout=timeout, out=out, env_id=env_id or project_name(env.path), package=package,
-                app=app_path or env.app, scaffold=not no_scaffold,
+                name,
+                base_url=url,
+                timeout=timeout,
+                out=out,
+                env_id=env_id or project_name(env.path),
+                package=package,
+                app=app_path or env.app,
+                scaffold=not no_scaffold,
             )
         typer.echo(f"stopped {env.path}")
     else:
         written = generate_package(
-            name, base_url=base_url, timeout=timeout, schema_file=schema_file, out=out, env_id=env_id, package=package, app=app_path,
+            name,
+            base_url=base_url,
+            timeout=timeout,
+            schema_file=schema_file,
+            out=out,
+            env_id=env_id,
+            package=package,
+            app=app_path,
             scaffold=not no_scaffold,
         )
     from openenvgen.build.package import next_steps
@@ -125,7 +180,13 @@ def generate(
 
 @app.command("list", cls=_Command)
 def list_envs(
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of columns.")] = False,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of columns.",
+        ),
+    ] = False,
 ) -> None:
     """Show the embedded catalog: name, env id, action kind (typed, MCP or union), whether
     the env honours `seed` (as its capture measured it), whether it plays an offline episode
@@ -149,7 +210,14 @@ def list_envs(
     # one trailing comment line names what is not in the catalog.
     rows = [("name", "env id", "action", "seed", "episode", "fields / tools")]
     rows += [
-        (name, env_id, kind, seeds.get(name, {}).get("verdict", "-"), "none" if known[name].no_episode else "offline", detail)
+        (
+            name,
+            env_id,
+            kind,
+            seeds.get(name, {}).get("verdict", "-"),
+            "none" if known[name].no_episode else "offline",
+            detail,
+        )
         for name, env_id, kind, detail in catalog_rows()
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -160,17 +228,42 @@ def list_envs(
 
 
 _UPSTREAM_URL_HELP = "The env's live server, for one package; NAME=URL for each of several (NAME: env, package or directory name). Repeatable."
-_UPSTREAM_FILE_HELP = "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
+_UPSTREAM_FILE_HELP = (
+    "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
+)
 
 
 @app.command(cls=_Command)
 def check(
-    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="PATH", help="Packages, or files/directories inside them (default: every package under .).")] = None,
-    upstream: Annotated[bool, typer.Option("--upstream", help="Also compare each package with its environment's live schema; exit 2 on drift.")] = False,
-    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)] = None,
-    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of text; same exit codes.")] = False,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="PATH", help="Packages, or files/directories inside them (default: every package under .)."
+        ),
+    ] = None,
+    upstream: Annotated[
+        bool,
+        typer.Option(
+            "--upstream", help="Also compare each package with its environment's live schema; exit 2 on drift."
+        ),
+    ] = False,
+    base_url: Annotated[
+        list[str] | None, typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)
+    ] = None,
+    schema_file: Annotated[
+        list[str] | None, typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
+    ] = 10.0,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document (keys: see the docs' Machine-readable output page) instead of text; same exit codes.",
+        ),
+    ] = False,
 ) -> None:
     """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
     with diffs if a generated file is stale, missing, extra or edited by hand. With
@@ -185,7 +278,9 @@ def check(
     if upstream or base_url or schema_file:
         from openenvgen.lifecycle.upstream import upstream_sources
 
-        upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout)
+        upstreams = upstream_sources(
+            roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout
+        )
     if json_output:
         from openenvgen.lifecycle.check import check_json
         from openenvgen.lifecycle.upstream import compare_upstream
@@ -204,12 +299,25 @@ def check(
 
 @app.command(cls=_Command)
 def regen(
-    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="PATH", help="Generated package directories.")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(metavar="PATH", help="Generated package directories.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every package under the current directory.")] = False,
-    from_upstream: Annotated[bool, typer.Option("--from-upstream", help="Take the schema from the environment (--base-url or --schema-file), not the snapshot.")] = False,
-    base_url: Annotated[Optional[list[str]], typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)] = None,
-    schema_file: Annotated[Optional[list[str]], typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take.")] = 10.0,
+    from_upstream: Annotated[
+        bool,
+        typer.Option(
+            "--from-upstream",
+            help="Take the schema from the environment (--base-url or --schema-file), not the snapshot.",
+        ),
+    ] = False,
+    base_url: Annotated[
+        list[str] | None, typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)
+    ] = None,
+    schema_file: Annotated[
+        list[str] | None, typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
+    ] = 10.0,
 ) -> None:
     """Regenerate packages; bump each version by the impact of its model changes
     (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept."""
@@ -224,7 +332,9 @@ def regen(
         raise UsageError("no generated packages to regenerate")
     upstreams = {}
     if from_upstream or base_url or schema_file:
-        upstreams = upstream_sources(roots, base_url or [], schema_file or [], option="regen --from-upstream", timeout=timeout)
+        upstreams = upstream_sources(
+            roots, base_url or [], schema_file or [], option="regen --from-upstream", timeout=timeout
+        )
     for root in roots:
         outcome = regen_package(root, upstreams.get(root))
         typer.echo(outcome.summary())
@@ -234,33 +344,92 @@ def regen(
 
 @app.command(cls=_Command)
 def publish(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Generated package directories and/or `runtime/`.")],
-    repository_url: Annotated[Optional[str], typer.Option("--repository-url", metavar="URL", help="Upload endpoint (default: $TWINE_REPOSITORY_URL, else PyPI).")] = None,
-    repository: Annotated[Optional[str], typer.Option("--repository", "-r", metavar="NAME", help="A ~/.pypirc section to upload to, with its credentials.")] = None,
-    index_url: Annotated[Optional[str], typer.Option("--index-url", metavar="URL", help="Simple API listing what is already published (default: derived from the upload URL).")] = None,
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATH", help="Generated package directories and/or `runtime/`.")
+    ],
+    repository_url: Annotated[
+        str | None,
+        typer.Option(
+            "--repository-url", metavar="URL", help="Upload endpoint (default: $TWINE_REPOSITORY_URL, else PyPI)."
+        ),
+    ] = None,
+    repository: Annotated[
+        str | None,
+        typer.Option(
+            "--repository", "-r", metavar="NAME", help="A ~/.pypirc section to upload to, with its credentials."
+        ),
+    ] = None,
+    index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--index-url",
+            metavar="URL",
+            help="Simple API listing what is already published (default: derived from the upload URL).",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check, build and list; upload nothing.")] = False,
-    dist_dir: Annotated[Optional[Path], typer.Option("--dist-dir", metavar="DIR", help="Also keep the built sdists and wheels here.")] = None,
-    no_build_isolation: Annotated[bool, typer.Option("--no-build-isolation", help="Build with this environment's hatchling (offline).")] = False,
+    dist_dir: Annotated[
+        Path | None, typer.Option("--dist-dir", metavar="DIR", help="Also keep the built sdists and wheels here.")
+    ] = None,
+    no_build_isolation: Annotated[
+        bool, typer.Option("--no-build-isolation", help="Build with this environment's hatchling (offline).")
+    ] = False,
 ) -> None:
     """Check, build (sdist + wheel), `twine check` and upload packages; files already on the index are skipped."""
     from openenvgen.lifecycle.publish import publish_packages
 
     publish_packages(
-        paths, repository_url=repository_url, repository=repository, index_url=index_url,
-        dry_run=dry_run, dist_dir=dist_dir, build_isolation=not no_build_isolation, echo=typer.echo,
+        paths,
+        repository_url=repository_url,
+        repository=repository,
+        index_url=index_url,
+        dry_run=dry_run,
+        dist_dir=dist_dir,
+        build_isolation=not no_build_isolation,
+        echo=typer.echo,
     )
 
 
 @app.command(cls=_Command)
 def capture(
     checkout: Annotated[Path, typer.Argument(metavar="CHECKOUT", help="A local checkout of huggingface/OpenEnv.")],
-    only: Annotated[Optional[list[str]], typer.Option("--only", metavar="ENV_DIR", help="Capture only this env folder (e.g. echo_env). Repeatable.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Where the recordings go, one folder per env.")] = Path("openenv-captures"),
-    commit: Annotated[Optional[str], typer.Option("--commit", metavar="SHA", help="The checkout's commit, when it is not a git checkout.")] = None,
-    catalog_dir: Annotated[Optional[Path], typer.Option("--catalog", metavar="DIR", help="Also rewrite this catalog's snapshots, seed verdicts (seeding.json) and source commit (a data/ folder with catalog.toml).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=1.0, metavar="SECONDS", help="Seconds each env may take to start (its first start installs its dependencies).")] = 900.0,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", metavar="ENV_DIR", help="Capture only this env folder (e.g. echo_env). Repeatable."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="DIR", help="Where the recordings go, one folder per env.")
+    ] = Path("openenv-captures"),
+    commit: Annotated[
+        str | None,
+        typer.Option("--commit", metavar="SHA", help="The checkout's commit, when it is not a git checkout."),
+    ] = None,
+    catalog_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            metavar="DIR",
+            help="Also rewrite this catalog's snapshots, seed verdicts (seeding.json) and source commit (a data/ folder with catalog.toml).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            metavar="SECONDS",
+            help="Seconds each env may take to start (its first start installs its dependencies).",
+        ),
+    ] = 900.0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Envs captured at once.")] = 1,
-    python: Annotated[Optional[list[str]], typer.Option("--python", metavar="VERSION=PATH", help="The interpreter for envs whose catalog entry asks for Python VERSION (`capture = { python = \"3.12\" }`), e.g. 3.12=/usr/bin/python3.12. Repeatable; without it uv searches for VERSION itself.")] = None,
+    python: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--python",
+            metavar="VERSION=PATH",
+            help='The interpreter for envs whose catalog entry asks for Python VERSION (`capture = { python = "3.12" }`), e.g. 3.12=/usr/bin/python3.12. Repeatable; without it uv searches for VERSION itself.',
+        ),
+    ] = None,
 ) -> None:
     """Start each env of an OpenEnv checkout as the UV provider does (its own uv.lock) and
     record /health, /metadata, /schema, its MCP tools, a reset and the catalog's episode;
@@ -273,10 +442,19 @@ def capture(
 
     interpreters = parse_interpreters(python or [])
     index = run_capture(
-        checkout, out=out, only=only, commit=commit, timeout=timeout, catalog_dir=catalog_dir, jobs=jobs,
-        interpreters=interpreters, echo=typer.echo,
+        checkout,
+        out=out,
+        only=only,
+        commit=commit,
+        timeout=timeout,
+        catalog_dir=catalog_dir,
+        jobs=jobs,
+        interpreters=interpreters,
+        echo=typer.echo,
     )
-    typer.echo(f"captured {len(index['captured'])}, failed {len(index['failed'])} (commit {index['commit'][:12]}): see {out / 'capture.json'}")
+    typer.echo(
+        f"captured {len(index['captured'])}, failed {len(index['failed'])} (commit {index['commit'][:12]}): see {out / 'capture.json'}"
+    )
     if any(name in index["failed"] for name in only or ()):
         raise typer.Exit(1)
     check_captured(index)

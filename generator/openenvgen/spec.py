@@ -17,10 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from openenvgen.errors import SchemaError, UsageError
 from openenvgen_schemas.modeldiff import is_mcp_action
 from openenvgen_schemas.normalise import UNION_KEYS, discriminator_property, normalise, tag_value, union_branches
-
-from openenvgen.errors import SchemaError, UsageError
 
 # Bumped only when the snapshot/lock layout changes; never by a release.
 SPEC_FORMAT = 1
@@ -218,7 +217,9 @@ def _resolve_member(branch: Any, defs: dict[str, Any], index: int, trail: tuple[
         raise SchemaError(f"action union member {index} is itself a union; list its members in the action's oneOf")
     if not isinstance(node, dict) or node.get("type") != "object" or not isinstance(node.get("properties", {}), dict):
         kind = node.get("type") if isinstance(node, dict) else type(node).__name__
-        raise SchemaError(f"action union member {index} is not an object schema (type {str(kind)[:40]!r}); a union action must be a oneOf/anyOf of objects")
+        raise SchemaError(
+            f"action union member {index} is not an object schema (type {str(kind)[:40]!r}); a union action must be a oneOf/anyOf of objects"
+        )
     return node
 
 
@@ -237,7 +238,9 @@ def _check_union(schema: dict[str, Any]) -> None:
         title = member.get("title")
         if isinstance(title, str):
             if title in titles:
-                raise SchemaError(f"action union members {titles[title]} and {i} collide: both are titled {title[:60]!r}")
+                raise SchemaError(
+                    f"action union members {titles[title]} and {i} collide: both are titled {title[:60]!r}"
+                )
             titles[title] = i
         try:
             shape = canonical_json(normalise({**member, "$defs": defs}))
@@ -263,7 +266,9 @@ def _check_union(schema: dict[str, Any]) -> None:
         prop = (member.get("properties") or {}).get(name)
         label = f"member {i}" + (f" ({member['title'][:40]})" if isinstance(member.get("title"), str) else "")
         if prop is None:
-            raise SchemaError(f"action schema's discriminator names {name[:40]!r}, a property union {label} does not have")
+            raise SchemaError(
+                f"action schema's discriminator names {name[:40]!r}, a property union {label} does not have"
+            )
         value = tag_value(prop)
         if value is None:
             raise SchemaError(f"action schema's discriminator {name[:40]!r} is not fixed to one value in union {label}")
@@ -310,7 +315,9 @@ def _check_bounds(node: Any, what: str) -> None:
             props = value.get("properties")
             if isinstance(props, dict):
                 if len(props) > MAX_PROPERTIES:
-                    raise SchemaError(f"{what} schema has {len(props)} properties in one object (limit {MAX_PROPERTIES})")
+                    raise SchemaError(
+                        f"{what} schema has {len(props)} properties in one object (limit {MAX_PROPERTIES})"
+                    )
                 for prop in props:
                     # Python NFKC-normalises identifiers: a field named "𝐀" would silently
                     # become "A" and no longer accept the server's key.

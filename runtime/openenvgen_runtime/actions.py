@@ -95,7 +95,11 @@ class ActionSpace:
         or the tools with their argument schemas."""
         if self.is_mcp:
             return [
-                {"name": t.get("name"), "description": t.get("description", ""), "arguments": t.get("input_schema", t.get("inputSchema", {}))}
+                {
+                    "name": t.get("name"),
+                    "description": t.get("description", ""),
+                    "arguments": t.get("input_schema", t.get("inputSchema", {})),
+                }
                 for t in self.tools or []
             ]
         if union_branches(self.action_schema) is not None:
@@ -117,8 +121,11 @@ class ActionSpace:
             ]
         if self.union is not None:
             return [
-                _function(m.name, inspect.cleandoc(m.model.__doc__ or "") or f"Take a {m.name} action.",
-                          _parameters(m.model, implied=self.union.discriminator))
+                _function(
+                    m.name,
+                    inspect.cleandoc(m.model.__doc__ or "") or f"Take a {m.name} action.",
+                    _parameters(m.model, implied=self.union.discriminator),
+                )
                 for m in self.union.members
             ]
         return [_function(ACTION_TOOL, "Take one action in the environment.", _parameters(self.action_model))]
@@ -142,9 +149,13 @@ class ActionSpace:
         except NonStandardJSON as e:
             raise InvalidAction(f"the arguments of {call.name!r} hold {e}, which JSON has no number for") from None
         except RecursionError:
-            raise InvalidAction(f"the arguments of {call.name!r} are nested too deeply; send a flat JSON object") from None
+            raise InvalidAction(
+                f"the arguments of {call.name!r} are nested too deeply; send a flat JSON object"
+            ) from None
         except ValueError as e:
-            raise InvalidAction(f"the arguments of {call.name!r} are not valid JSON ({e}); send a JSON object") from None
+            raise InvalidAction(
+                f"the arguments of {call.name!r} are not valid JSON ({e}); send a JSON object"
+            ) from None
         if not isinstance(arguments, dict):
             raise InvalidAction(f"the arguments of {call.name!r} must be a JSON object, not {type(arguments).__name__}")
         if self.is_mcp:

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from openenvgen_schemas.modeldiff import RANK, Change, ModelDiff, diff_interfaces, is_mcp_action
-
 from openenvgen_runtime.errors import LaunchError
+from openenvgen_schemas.modeldiff import RANK, Change, ModelDiff, diff_interfaces, is_mcp_action
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +79,10 @@ def snapshot_interface(path: Path) -> EnvInterface:
     """The interface recorded in a package's `snapshot.json`."""
     data = json.loads(Path(path).read_text("utf-8"))
     return EnvInterface(
-        data["action_schema"], data["observation_schema"], _tools(data.get("tools")), data.get("reset_observation_schema")
+        data["action_schema"],
+        data["observation_schema"],
+        _tools(data.get("tools")),
+        data.get("reset_observation_schema"),
     )
 
 

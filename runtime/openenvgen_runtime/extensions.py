@@ -128,8 +128,10 @@ def _check(namespace: dict[str, Any], source: str, module_name: str) -> Extensio
         if name in hooks and not isinstance(hooks[name], str):
             raise ExtensionError(f"{source}: {name} must be a str, not {type(hooks[name]).__name__}")
     hidden = hooks.get("HIDDEN_FIELDS", ())
-    if isinstance(hidden, str) or not isinstance(hidden, list | tuple | set | frozenset) or not all(
-        isinstance(field, str) for field in hidden
+    if (
+        isinstance(hidden, str)
+        or not isinstance(hidden, list | tuple | set | frozenset)
+        or not all(isinstance(field, str) for field in hidden)
     ):
         raise ExtensionError(f"{source}: HIDDEN_FIELDS must be a set (or list) of field names, not {hidden!r:.80}")
     renderer = hooks.get("render_observation")
@@ -219,7 +221,9 @@ def _check_score(fn: Callable[..., Any], kind: str, name: str, source: str) -> N
                 f"{', '.join(SCORE_ARGUMENTS)} (by name)"
             )
         if parameter.kind is parameter.POSITIONAL_ONLY:
-            raise ExtensionError(f"{source}: {label}: {parameter.name!r} is positional-only; {kind}s are called by name")
+            raise ExtensionError(
+                f"{source}: {label}: {parameter.name!r} is positional-only; {kind}s are called by name"
+            )
     weight = getattr(fn, "_vf_weight", 1.0)
     if kind == "reward" and (not isinstance(weight, Real) or isinstance(weight, bool) or not math.isfinite(weight)):
         raise ExtensionError(f"{source}: {label}: weight must be a finite number, not {weight!r}")

@@ -64,7 +64,10 @@ class Fleet:
             healthy = sum(s.down is None for s in self.servers)
         logger.warning(
             "%s is down (%s); no new episodes go there (%d of %d healthy)",
-            server.url, reason, healthy, len(self.servers),
+            server.url,
+            reason,
+            healthy,
+            len(self.servers),
         )
 
     async def mark_up(self, server: Server) -> None:

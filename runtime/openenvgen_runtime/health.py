@@ -43,4 +43,3 @@ def server_failure(error: BaseException) -> str | None:
         if isinstance(link, (asyncio.TimeoutError, TimeoutError)):
             return "no answer in time"
     return None
-

@@ -24,7 +24,6 @@ import uuid
 from typing import Any
 
 import httpx
-from openenvgen_schemas.wire import NotHealthy, wait_healthy_async
 
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.docker_cli import OWNER_LABEL, RUNTIME_LABEL, require_docker
@@ -32,6 +31,7 @@ from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider, ReplicatedProvider
 from openenvgen_runtime.reaper import Reaper
 from openenvgen_runtime.servers import Server, describe
+from openenvgen_schemas.wire import NotHealthy, wait_healthy_async
 
 logger = logging.getLogger(__name__)
 

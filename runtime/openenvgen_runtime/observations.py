@@ -199,7 +199,9 @@ class ObservationView:
         text = _dumps(visible)
         # Every step goes through here: a media key ends in `...64"` or `...path"` in the
         # JSON, so text without those needs no walk (case aside, the walk decides).
-        if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (found := list(_media_fields(visible))):
+        if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (
+            found := list(_media_fields(visible))
+        ):
             return RenderedObservation(visible, rendered_text=text)
         media: list[Media] = []
         notes: dict[tuple[str | int, ...], str] = {}
@@ -213,7 +215,9 @@ class ObservationView:
                 notes[path] = item.note(len(media))
         return RenderedObservation(_replace(visible, notes), tuple(media))
 
-    async def _load(self, path: tuple[str | int, ...], value: str, source: str, http: httpx.AsyncClient | None) -> Media:
+    async def _load(
+        self, path: tuple[str | int, ...], value: str, source: str, http: httpx.AsyncClient | None
+    ) -> Media:
         where = _dotted(path)
         if source == BASE64_SUFFIX:
             data = self._decode(where, value)
@@ -249,7 +253,9 @@ class ObservationView:
         base = self.asset_base_url.rstrip("/") + "/"
         url = urljoin(base, value)
         if urlsplit(url)[:2] != urlsplit(base)[:2]:
-            raise MediaError(f"observation field {where!r}: asset {value!r} is not on the env server {self.asset_base_url}")
+            raise MediaError(
+                f"observation field {where!r}: asset {value!r} is not on the env server {self.asset_base_url}"
+            )
         try:
             async with http.stream("GET", url) as response:
                 if response.status_code != 200:

@@ -32,7 +32,9 @@ TOOLS_SYSTEM_PROMPT = (
 
 def system_prompt(space: ActionSpace, hint: str = "", *, tools: bool = False) -> str:
     if tools:
-        text = TOOLS_SYSTEM_PROMPT.format(which="one of the tools" if space.several_tools else f"the `{ACTION_TOOL}` tool")
+        text = TOOLS_SYSTEM_PROMPT.format(
+            which="one of the tools" if space.several_tools else f"the `{ACTION_TOOL}` tool"
+        )
     elif space.is_mcp:
         text = MCP_SYSTEM_PROMPT
     elif space.union is not None:
@@ -62,4 +64,3 @@ def invalid(reason: str, remaining: int) -> str:
         f"That reply is not a valid action: {reason}\n"
         f"Reply again with one valid action ({remaining} retr{'y' if remaining == 1 else 'ies'} left)."
     )
-

@@ -42,9 +42,7 @@ def _client(endpoint: str, secret: str) -> AsyncOpenAI:
         import httpx
 
         # The chat program's timeouts: no read limit (a model may think for long), 5 s to connect.
-        root = _clients[loop] = AsyncOpenAI(
-            base_url=endpoint, api_key=secret, timeout=httpx.Timeout(None, connect=5.0)
-        )
+        root = _clients[loop] = AsyncOpenAI(base_url=endpoint, api_key=secret, timeout=httpx.Timeout(None, connect=5.0))
     return root.with_options(base_url=endpoint, api_key=secret)
 
 
@@ -83,7 +81,9 @@ class InProcessHarness(vf.Harness[InProcessHarnessConfig]):
         except SystemExit as exit_:
             # verifiers' helper exits like its program when the transport stays down.
             cause = exit_.__cause__
-            return ProgramResult(int(exit_.code or MODEL_TRANSPORT_ERROR_EXIT_CODE), "", f"{type(cause).__name__}: {cause}")
+            return ProgramResult(
+                int(exit_.code or MODEL_TRANSPORT_ERROR_EXIT_CODE), "", f"{type(cause).__name__}: {cause}"
+            )
         except APIStatusError as error:
             if is_context_overflow(error):
                 # Like the program without compaction: the run ends on the transcript so far.
@@ -103,5 +103,5 @@ def require_in_process_seat(harness: vf.HarnessConfig | None) -> None:
     if not issubclass(harness_class(harness.id), InProcessHarness):
         raise ValueError(
             f'action_format "tools" needs the package\'s in-process seat, not harness {harness.id!r}: '
-            'drop --env.player.harness.id, or use --env.taskset.action-format text'
+            "drop --env.player.harness.id, or use --env.taskset.action-format text"
         )

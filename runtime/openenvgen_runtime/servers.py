@@ -13,10 +13,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from openenvgen_schemas.wire import WireError, read_interface_async
 
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider
+from openenvgen_schemas.wire import WireError, read_interface_async
 
 
 @dataclass(eq=False)

@@ -92,9 +92,7 @@ async def server_name(base_url: str, *, timeout: float = 10.0) -> str:
     return name
 
 
-async def read_split(
-    base_url: str, split: str, *, split_range: str | None = None, timeout: float = 10.0
-) -> SplitTasks:
+async def read_split(base_url: str, split: str, *, split_range: str | None = None, timeout: float = 10.0) -> SplitTasks:
     """Count `split`'s tasks with the env's Task API and take `split_range` of them."""
     url = base_url.rstrip("/")
     start, stop = parse_range(split_range)

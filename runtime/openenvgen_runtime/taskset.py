@@ -235,5 +235,7 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
         logger.warning(
             "%s does not honour seed (%s): task %s is played more than once and its rollouts "
             "start from different states, so comparing them compares different episodes",
-            env, taskset.SEED_EVIDENCE or "measured by openenv-gen capture", task.data.name,
+            env,
+            taskset.SEED_EVIDENCE or "measured by openenv-gen capture",
+            task.data.name,
         )

@@ -23,12 +23,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from openenvgen_schemas.processes import find_uv, stop_process_group
-from openenvgen_schemas.wire import NotHealthy, wait_healthy
-
 from openenvgen_runtime import openenv_private
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import free_port
+from openenvgen_schemas.processes import find_uv, stop_process_group
+from openenvgen_schemas.wire import NotHealthy, wait_healthy
 
 COMMAND_PREFIX = "$ "
 """Starts the first line of a UV server's log: the command that was run."""
@@ -58,9 +57,7 @@ class UVServer(UVProvider):  # type: ignore[misc,valid-type]
         self.log_path: Path | None = None
         self.clone_dir: str | None = None
 
-    def start(
-        self, port: int | None = None, env_vars: dict[str, str] | None = None, workers: int = 1, **_: Any
-    ) -> str:
+    def start(self, port: int | None = None, env_vars: dict[str, str] | None = None, workers: int = 1, **_: Any) -> str:
         """OpenEnv's `UVProvider.start`, logged and in a process group of its own; returns the base URL."""
         if self.process is not None and self.process.poll() is None:
             raise RuntimeError("UVProvider is already running")

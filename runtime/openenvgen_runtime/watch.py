@@ -15,13 +15,13 @@ from collections.abc import Coroutine
 from typing import Any
 
 import httpx
-from openenvgen_schemas.wire import health_async
 
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.fleet import Fleet
 from openenvgen_runtime.launch import Launcher
 from openenvgen_runtime.provider import ReplicatedProvider
 from openenvgen_runtime.servers import Server, describe
+from openenvgen_schemas.wire import health_async
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,10 @@ class HealthWatch:
         tail = await asyncio.to_thread(server.provider.log_tail)
         logger.warning(
             "%s server at %s died (exit code %s); replacing it%s",
-            fleet.config.env, server.url, code, f"; last lines of its log:\n{tail}" if tail else "",
+            fleet.config.env,
+            server.url,
+            code,
+            f"; last lines of its log:\n{tail}" if tail else "",
         )
         await self.launcher.stop_provider(server.provider)
         async with fleet.changed:

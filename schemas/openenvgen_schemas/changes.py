@@ -50,8 +50,12 @@ class Change:
     def as_json(self) -> dict[str, Any]:
         """Stable keys: impact, path, what, old, new, warning."""
         return {
-            "impact": self.impact, "path": self.path, "what": self.what,
-            "old": self.old, "new": self.new, "warning": self.warning,
+            "impact": self.impact,
+            "path": self.path,
+            "what": self.what,
+            "old": self.old,
+            "new": self.new,
+            "warning": self.warning,
         }
 
 

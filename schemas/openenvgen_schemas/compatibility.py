@@ -387,5 +387,3 @@ def _show_values(values: set[str]) -> str:
     """At most eight values, sorted, then `…`."""
     shown = ", ".join(sorted(values)[:8])
     return shown + (", …" if len(values) > 8 else "")
-
-

@@ -34,8 +34,17 @@ from typing import Any
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_VALUES = (
-    "items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else",
-    "additionalItems", "unevaluatedItems", "unevaluatedProperties",
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
 )
 
 
@@ -81,8 +90,10 @@ def drop_titles(node: Any) -> Any:
             node["maxProperties"] = 0
     one_of = node.get("oneOf")
     if (
-        isinstance(one_of, list) and "anyOf" not in node
-        and all(isinstance(m, dict) for m in one_of) and discriminator_property({}, one_of) is not None
+        isinstance(one_of, list)
+        and "anyOf" not in node
+        and all(isinstance(m, dict) for m in one_of)
+        and discriminator_property({}, one_of) is not None
     ):
         node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
     enum = node.get("enum")

@@ -39,9 +39,9 @@ import jsonschema
 import pytest
 
 from openenvgen import catalog
-from openenvgen.catalog.reader import read_catalog
 from openenvgen.build.package import resolve_spec
 from openenvgen.build.render import LOCK_FILE, render_package
+from openenvgen.catalog.reader import read_catalog
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas.normalise import union_members
 from openenvgen_testsupport.paths import ROOT
@@ -62,7 +62,9 @@ CATALOG = tuple(catalog.entries())
 CAPTURE_INDEX = json.loads((CAPTURES / "capture.json").read_text("utf-8"))
 _RAW = read_catalog()
 UNAVAILABLE: dict[str, str] = _RAW["unavailable"]
-NO_EPISODE: dict[str, str] = {name: entry["no_episode"] for name, entry in _RAW["envs"].items() if "no_episode" in entry}
+NO_EPISODE: dict[str, str] = {
+    name: entry["no_episode"] for name, entry in _RAW["envs"].items() if "no_episode" in entry
+}
 """Catalog envs whose episode cannot be played where they are captured, with the reason."""
 PLAYABLE = tuple(name for name in CATALOG if name not in NO_EPISODE)
 SUMMARY = (
@@ -177,7 +179,11 @@ def test_readme_explains_the_action_space(name: str) -> None:
     assert hint and hint.replace("<", "&lt;").replace(">", "&gt;") in readme
     # Its tools, else its fields, else (a union action) its members' keys.
     members = union_members(spec.action_schema) or ()
-    names = [t.name for t in spec.tools or ()] or [p for p in spec.action_schema.get("properties", {}) if p != "metadata"] or [m.key for m in members]
+    names = (
+        [t.name for t in spec.tools or ()]
+        or [p for p in spec.action_schema.get("properties", {}) if p != "metadata"]
+        or [m.key for m in members]
+    )
     assert names, name
     for item in names:
         assert f"| `{item}` |" in readme
@@ -186,6 +192,7 @@ def test_readme_explains_the_action_space(name: str) -> None:
 @pytest.mark.parametrize("name", CATALOG)
 def test_example_action_is_valid_for_the_generated_and_the_server_model(name: str) -> None:
     from openenv.core.env_server.mcp_types import CallToolAction
+
     from openenvgen_runtime import ActionSpace
 
     spec = spec_of(name)
@@ -447,4 +454,3 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
         text = message_text(user["content"])
         for key in observation:
             assert (key in ALWAYS_HIDDEN) != (f'"{key}"' in text), (key, text[:500])
-

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.errors import LaunchError
 
+from openenvgen_runtime.errors import LaunchError
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import (
     load_env,
@@ -56,7 +56,13 @@ def containers(token: str, *, running_only: bool = False) -> list[str]:
 def docker_taskset(image: str, token: str, **extra: Any) -> dict[str, Any]:
     labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
     provider_kwargs = {"image": image, "labels": labels, **extra.pop("provider_kwargs", {})}
-    return {"env": "test/guess-env", "use_docker": True, "startup_timeout": 180, "provider_kwargs": provider_kwargs, **extra}
+    return {
+        "env": "test/guess-env",
+        "use_docker": True,
+        "startup_timeout": 180,
+        "provider_kwargs": provider_kwargs,
+        **extra,
+    }
 
 
 def test_episodes_run_in_containers_that_are_removed_at_the_end(image: str, guess_pkg: str, token: str) -> None:
@@ -136,7 +142,9 @@ def test_a_missing_image_is_one_line_before_any_episode(image: str, guess_pkg: s
     with pytest.raises(LaunchError) as info:
         asyncio.run(main())
     message = str(info.value)
-    assert message.startswith("use_docker: image openenvgen-test-missing:nope is not on this machine and cannot be pulled: ")
+    assert message.startswith(
+        "use_docker: image openenvgen-test-missing:nope is not on this machine and cannot be pulled: "
+    )
     assert "\n" not in message
     assert containers(token) == []
 
@@ -155,7 +163,9 @@ def test_a_container_that_dies_while_starting_is_reported_with_its_log(image: st
     with pytest.raises(LaunchError) as info:
         asyncio.run(main())
     message = str(info.value)
-    assert message.startswith("test/guess-env (docker): server exited with code 1 while starting; last lines of its log:\n")
+    assert message.startswith(
+        "test/guess-env (docker): server exited with code 1 while starting; last lines of its log:\n"
+    )
     assert "crashing on purpose" in message
     assert containers(token) == []
 

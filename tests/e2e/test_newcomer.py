@@ -47,7 +47,10 @@ def test_the_readme_opens_with_the_two_commands() -> None:
     """A newcomer's first two commands: the main job on its embedded default, and the tests."""
     match = FIRST_BLOCK.search(README.read_text("utf-8"))
     assert match
-    assert [line.split("#")[0].strip() for line in match.group(1).splitlines() if line.strip()] == ["make demo", "make test"]
+    assert [line.split("#")[0].strip() for line in match.group(1).splitlines() if line.strip()] == [
+        "make demo",
+        "make test",
+    ]
 
 
 def test_the_first_block_is_the_whole_journey() -> None:
@@ -81,10 +84,16 @@ def test_every_generated_readme_says_how_to_install_the_runtime(name: str) -> No
 
 def _clone(destination: Path) -> Path:
     """The repository's files as a clone has them (tracked, plus new files not ignored)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         source = ROOT / rel
         if source.is_file():
@@ -99,9 +108,17 @@ def _with_loopback_servers(line: str, *, model_url: str, env_url: str, out: Path
     assert "MODEL" in words, line
     words = ["scripted-model" if w == "MODEL" else w for w in words]
     words += [
-        "--client.base-url", f"{model_url}/v1", "--client.api-key-var", "SCRIPTED_API_KEY",
-        "--env.taskset.base-url", env_url, "--env.taskset.resets", json.dumps([{"secret": "crane"}]),
-        "--output-dir", str(out), "--no-rich",
+        "--client.base-url",
+        f"{model_url}/v1",
+        "--client.api-key-var",
+        "SCRIPTED_API_KEY",
+        "--env.taskset.base-url",
+        env_url,
+        "--env.taskset.resets",
+        json.dumps([{"secret": "crane"}]),
+        "--output-dir",
+        str(out),
+        "--no-rich",
     ]
     return shlex.join(words)
 
@@ -123,7 +140,8 @@ def _follow_the_readme(workdir: Path) -> None:
     ours = Path(sys.prefix).resolve()
     path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not Path(d).resolve().is_relative_to(ours)]
     env = {
-        key: value for key, value in os.environ.items()
+        key: value
+        for key, value in os.environ.items()
         if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX"}
     }
     env.update(PATH=os.pathsep.join(path), SCRIPTED_API_KEY="scripted", NO_COLOR="1")
@@ -132,12 +150,17 @@ def _follow_the_readme(workdir: Path) -> None:
     with serve_app(make_wordle_app(), ready_path="/health") as env_url, serve_app(model) as model_url:
         script = "\n".join(
             _with_loopback_servers(line, model_url=str(model_url), env_url=str(env_url), out=workdir / "outputs")
-            if line.startswith("vf-eval ") else line
+            if line.startswith("vf-eval ")
+            else line
             for line in lines
         )
         run = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
-            cwd=clone, env=env, capture_output=True, text=True, timeout=1700,
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1700,
         )
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-6000:]
@@ -148,9 +171,14 @@ def _follow_the_readme(workdir: Path) -> None:
     assert (clone / "wordle-openenv" / "openenv-gen.lock").is_file()
     assert "next: install it, then evaluate a model on it:\n  pip install ./wordle-openenv\n" in run.stdout
     installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import importlib.metadata as m; print(m.version('openenvgen-runtime'), m.version('wordle-openenv'))"],
-        capture_output=True, text=True, check=True,
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('openenvgen-runtime'), m.version('wordle-openenv'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert installed == ["0.1.0", "0.1.0"]
     # vf-eval found the package and played one episode: the scripted model guessed the word.
@@ -161,7 +189,11 @@ def _follow_the_readme(workdir: Path) -> None:
     # hint says where the runtime comes from instead of a command pip cannot resolve.
     subprocess.run([str(venv / "bin" / "pip"), "uninstall", "-q", "-y", "openenvgen-runtime"], check=True, env=env)
     hint = subprocess.run(
-        [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"], cwd=workdir, env=env, capture_output=True, text=True
+        [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert hint.returncode == 0, hint.stderr
     assert hint.stdout.splitlines()[-3:] == [

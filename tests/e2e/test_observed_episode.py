@@ -52,7 +52,9 @@ def _play(pkg: str, tmp_path: Path, script: list[str], **taskset: Any) -> tuple[
     return run, model
 
 
-def test_images_reach_the_model_as_parts_and_metadata_never_does(picture_pkg: str, picture_server: str, tmp_path: Path) -> None:
+def test_images_reach_the_model_as_parts_and_metadata_never_does(
+    picture_pkg: str, picture_server: str, tmp_path: Path
+) -> None:
     run, model = _play(picture_pkg, tmp_path, ["green", "blue"], base_url=picture_server, resets=[{"colour": "blue"}])
     (trace,) = run.traces
     assert trace["stop_condition"] == "env_done" and trace["rewards"]["openenv_reward"]["score"] == 1.0
@@ -83,11 +85,22 @@ def test_tasks_are_seeded_and_named_by_env_id_not_url(picture_pkg: str, picture_
     run, _ = _play(picture_pkg, tmp_path, ["red"], base_url=picture_server, resets=[{}, {}, {"seed": 7}])
     by_idx = {e["task"]["data"]["idx"]: e["task"]["data"] for e in run.episodes}
     assert [by_idx[i]["reset"] for i in range(3)] == [{"seed": 0}, {"seed": 1}, {"seed": 7}]
-    assert [by_idx[i]["name"] for i in range(3)] == ["test/picture-quiz#0", "test/picture-quiz#1", "test/picture-quiz#2"]
+    assert [by_idx[i]["name"] for i in range(3)] == [
+        "test/picture-quiz#0",
+        "test/picture-quiz#1",
+        "test/picture-quiz#2",
+    ]
 
 
 def test_hidden_fields_per_run(picture_pkg: str, picture_server: str, tmp_path: Path) -> None:
-    _, model = _play(picture_pkg, tmp_path, ["red"], base_url=picture_server, resets=[{"colour": "red"}], hidden_fields=["score", "image_asset_path"])
+    _, model = _play(
+        picture_pkg,
+        tmp_path,
+        ["red"],
+        base_url=picture_server,
+        resets=[{"colour": "red"}],
+        hidden_fields=["score", "image_asset_path"],
+    )
     user = model.requests[0]["messages"][1]["content"]
     text = "".join(p.get("text", "") for p in user if p["type"] == "text")
     assert '"score"' not in text and "image_asset_path" not in text and '"attempts"' in text

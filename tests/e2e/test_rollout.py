@@ -25,9 +25,7 @@ def generated_package_installed() -> None:
     import wordle_openenv
 
     root = GENERATED / PACKAGE
-    assert Path(wordle_openenv.__file__).resolve().is_relative_to(root), (
-        f"install it: pip install -e {root}"
-    )
+    assert Path(wordle_openenv.__file__).resolve().is_relative_to(root), f"install it: pip install -e {root}"
 
 
 def _play(script: list[str], tmp_path: Path, resets: list[dict], **taskset):
@@ -67,6 +65,10 @@ def test_losing_script_earns_nothing(tmp_path: Path) -> None:
 
 
 def test_each_reset_is_one_task(tmp_path: Path) -> None:
-    run, _ = _play(["[crane]"], tmp_path, [{"secret": "crane"}, {"secret": "slate"}, {"secret": "crane"}], max_servers=1)
-    by_task = sorted((e["task"]["data"]["idx"], e["traces"][0]["rewards"]["openenv_reward"]["score"]) for e in run.episodes)
+    run, _ = _play(
+        ["[crane]"], tmp_path, [{"secret": "crane"}, {"secret": "slate"}, {"secret": "crane"}], max_servers=1
+    )
+    by_task = sorted(
+        (e["task"]["data"]["idx"], e["traces"][0]["rewards"]["openenv_reward"]["score"]) for e in run.episodes
+    )
     assert by_task == [(0, 1.0), (1, 0.0), (2, 1.0)]

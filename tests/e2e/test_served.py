@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.launch import LaunchError
 from verifiers.v1.serve import EnvClient, env_config_data
 from verifiers.v1.utils.loaders import resolve_env_config
 
+from openenvgen_runtime.launch import LaunchError
 from openenvgen_testsupport import docker_images, served
 from openenvgen_testsupport.adapters import (
     generate_from_server,
@@ -59,7 +59,11 @@ SHAPES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "base-url-cli-json": ("wordle-openenv", {"base_url": '["http://127.0.0.1:8001", "http://127.0.0.1:8002"]'}, {}),
     "env-and-base-url": ("wordle-openenv", {"env": "openenv/wordle", "base_url": "http://127.0.0.1:8001"}, {}),
     "docker": ("wordle-openenv", {"use_docker": True, "provider_kwargs": {"image": "x:1", "labels": {"a": "b"}}}, {}),
-    "swarm": ("wordle-openenv", {"use_swarm": True, "replicas": 3, "provider_kwargs": {"image": "x:1", "cpu_limit": 0.5}}, {}),
+    "swarm": (
+        "wordle-openenv",
+        {"use_swarm": True, "replicas": 3, "provider_kwargs": {"image": "x:1", "cpu_limit": 0.5}},
+        {},
+    ),
     "provider-kwargs-over-defaults": (
         "wordle-openenv",
         {"provider_kwargs": {"project_path": "/srv/wordle", "env_vars": {"K": "v"}, "port": 9000}},
@@ -71,8 +75,15 @@ SHAPES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "resets": ("wordle-openenv", {"resets": [{"secret": "crane"}, {"secret": "plumb", "seed": 7}]}, {}),
     "hidden-fields-and-limits": (
         "wordle-openenv",
-        {"hidden_fields": ["board.solution"], "max_media_bytes": 1024, "on_drift": "error", "max_servers": 2,
-         "max_invalid_actions": 0, "startup_timeout": 5.5, "unavailable_timeout": 1},
+        {
+            "hidden_fields": ["board.solution"],
+            "max_media_bytes": 1024,
+            "on_drift": "error",
+            "max_servers": 2,
+            "max_invalid_actions": 0,
+            "startup_timeout": 5.5,
+            "unavailable_timeout": 1,
+        },
         {},
     ),
     "tools": ("wordle-openenv", {"action_format": "tools"}, {}),
@@ -109,8 +120,12 @@ GENERATED = sorted(p.parent.name for p in (ROOT / "generated").glob("*/pyproject
 def test_every_generated_package_config_survives_the_wire(package: str, transport: str) -> None:
     """Each checked-in package's own config (its env id, its PROVIDER_DEFAULTS) round-trips."""
     if importlib.util.find_spec(package.replace("-", "_")) is None:
-        pytest.skip(f"{package} is not installed in this environment yet (make install installs every generated/ package)")
-    taskset = {"launch": {}, "base-url": {"base_url": "http://127.0.0.1:8001"}, "docker": {"use_docker": True}}[transport]
+        pytest.skip(
+            f"{package} is not installed in this environment yet (make install installs every generated/ package)"
+        )
+    taskset = {"launch": {}, "base-url": {"base_url": "http://127.0.0.1:8001"}, "docker": {"use_docker": True}}[
+        transport
+    ]
     config = served.env_config(package, taskset)
     rebuilt = resolve_env_config(json.loads(json.dumps(env_config_data(config))))
     assert type(rebuilt.taskset) is type(config.taskset) and rebuilt == config
@@ -224,16 +239,27 @@ def test_a_fleet_of_base_urls_on_the_elastic_pool(tmp_path: Path) -> None:
     """`base_url` as a list of two running servers, the elastic pool (one worker): episodes
     spread over both servers of the fleet and all win."""
     with (
-        serve_app_subprocess("openenvgen_testsupport.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "east"},
-                             factory=True, ready_path="/health") as east,
-        serve_app_subprocess("openenvgen_testsupport.fixture_envs:make_tagged_wordle_app", env={"WORDLE_FIXTURE_TAG": "west"},
-                             factory=True, ready_path="/health") as west,
+        serve_app_subprocess(
+            "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
+            env={"WORDLE_FIXTURE_TAG": "east"},
+            factory=True,
+            ready_path="/health",
+        ) as east,
+        serve_app_subprocess(
+            "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
+            env={"WORDLE_FIXTURE_TAG": "west"},
+            factory=True,
+            ready_path="/health",
+        ) as west,
     ):
         package = generate_from_server("wordle", str(east), tmp_path / "pkgs")
         config = served.env_config(package, {"base_url": [str(east), str(west)], "max_servers": 2})
         tasks = served.client_tasks(config)
         model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
-        with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server:
+        with (
+            serve_app(model) as model_url,
+            served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+        ):
             episodes = served.play(server.address, str(model_url), tasks * 8)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 8
     seen = Counter(tag for tag in ("east", "west") for body in model.requests if f"(server {tag})" in json.dumps(body))
@@ -250,7 +276,10 @@ def test_tool_call_actions_on_a_served_worker(wordle_pkg: str, wordle_server: st
     model = ScriptedChatModel(
         Script([ToolCalls((("act", '{"message": "[slate]"}'),)), ToolCalls((("act", '{"message": "[crane]"}'),))])
     )
-    with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server:
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
         episodes = served.play(server.address, str(model_url), tasks * 2)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
     assert all([tool["function"]["name"] for tool in body["tools"]] == ["act"] for body in model.requests)
@@ -261,13 +290,16 @@ def test_an_mcp_env_on_a_served_worker(mcp_pkg: str, mcp_server: str, tmp_path: 
     config = served.env_config(mcp_pkg, {"base_url": mcp_server})
     tasks = served.client_tasks(config)
     model = ScriptedChatModel(Script([json.dumps({"tool": "add", "arguments": {"a": 40, "b": 2}})]))
-    with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server:
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
         episodes = served.play(server.address, str(model_url), tasks * 2)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
     assert '"add"' in served.first_observation(model.requests[0])
 
 
-CUSTOM_REWARD = '''\
+CUSTOM_REWARD = """\
 import verifiers.v1 as vf
 
 
@@ -275,7 +307,7 @@ import verifiers.v1 as vf
 async def short_replies(trace) -> float:
     replies = [m.content or "" for m in trace.messages if m.role == "assistant"]
     return 1.0 if replies and all(len(r) <= 7 for r in replies) else 0.0
-'''
+"""
 
 
 @pytest.mark.rollout
@@ -284,11 +316,18 @@ def test_a_custom_py_reward_is_scored_in_the_worker(wordle_server: str, tmp_path
     scores the episodes beside the env's reward."""
     package = generate_from_server("wordle", wordle_server, tmp_path / "pkgs")
     module = package.removesuffix("-openenv").replace("-", "_") + "_openenv"
-    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(CUSTOM_REWARD)
-    config = served.env_config(package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]})
+    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(
+        CUSTOM_REWARD
+    )
+    config = served.env_config(
+        package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]}
+    )
     tasks = served.client_tasks(config)
     model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
-    with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server:
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
         episodes = served.play(server.address, str(model_url), tasks)
     rewards = {
         e.traces[0].task.data.reset["secret"]: {k: (v.score, v.weight) for k, v in e.traces[0].rewards.items()}
@@ -314,8 +353,11 @@ def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Pa
     config = served.env_config(
         count_pkg,
         {
-            "provider_kwargs": {"project_path": str(UV_TASK_FIXTURE_PROJECT), "app": UV_TASK_FIXTURE_APP,
-                                "env_vars": {"OPENENVGEN_TEST_MARKER": marker}},
+            "provider_kwargs": {
+                "project_path": str(UV_TASK_FIXTURE_PROJECT),
+                "app": UV_TASK_FIXTURE_APP,
+                "env_vars": {"OPENENVGEN_TEST_MARKER": marker},
+            },
             "split": "test",
             "split_range": ":3",
             "max_servers": 1,
@@ -333,9 +375,9 @@ def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Pa
         assert sorted(launched.values()) == sorted(workers), (launched, workers)
         doomed, survivor = workers
         os.kill(doomed, signal.SIGTERM)
-        assert wait_for(lambda: list(served.launched_servers(marked_processes(marker)).values()) == [survivor], timeout=60), (
-            served.launched_servers(marked_processes(marker))
-        )
+        assert wait_for(
+            lambda: list(served.launched_servers(marked_processes(marker)).values()) == [survivor], timeout=60
+        ), served.launched_servers(marked_processes(marker))
     assert [served.outcome(e)[:2] for e in episodes] == [(True, "env_done")] * 12
     assert wait_for(lambda: marked_processes(marker) == [], timeout=60), marked_processes(marker)
 
@@ -343,7 +385,12 @@ def test_uv_launch_split_and_max_servers_per_worker(count_pkg: str, tmp_path: Pa
 @pytest.mark.rollout
 @pytest.mark.parametrize(
     ("target", "sig"),
-    [("env-server", signal.SIGINT), ("env-server", signal.SIGTERM), ("env-server", signal.SIGKILL), ("worker", signal.SIGKILL)],
+    [
+        ("env-server", signal.SIGINT),
+        ("env-server", signal.SIGTERM),
+        ("env-server", signal.SIGKILL),
+        ("worker", signal.SIGKILL),
+    ],
     ids=["env-server-SIGINT", "env-server-SIGTERM", "env-server-SIGKILL", "worker-SIGKILL"],
 )
 def test_no_server_left_when_the_env_server_or_a_worker_is_signalled(
@@ -363,11 +410,15 @@ def test_no_server_left_when_the_env_server_or_a_worker_is_signalled(
         assert sorted(served.launched_servers(marked_processes(marker)).values()) == sorted(workers)
         os.kill(workers[0] if target == "worker" else server.pid, sig)
         if target == "worker":
-            assert wait_for(lambda: list(served.launched_servers(marked_processes(marker)).values()) == [workers[1]], timeout=60)
+            assert wait_for(
+                lambda: list(served.launched_servers(marked_processes(marker)).values()) == [workers[1]], timeout=60
+            )
         else:
             server.process.join(120)
             assert not server.process.is_alive(), f"the env server outlived {sig.name}"
-        assert wait_for(lambda: target == "worker" or marked_processes(marker) == [], timeout=60), marked_processes(marker)
+        assert wait_for(lambda: target == "worker" or marked_processes(marker) == [], timeout=60), marked_processes(
+            marker
+        )
     assert wait_for(lambda: marked_processes(marker) == [], timeout=60), marked_processes(marker)
     assert wait_for(lambda: not any(served.children(w) or Path(f"/proc/{w}").exists() for w in workers), timeout=30)
 
@@ -405,7 +456,9 @@ def test_the_env_server_stops_on_sigint_when_started_with_sigint_ignored(
 
 
 @pytest.mark.rollout
-def test_a_worker_that_dies_mid_episode_leaves_its_episodes_unanswered(wordle_pkg: str, wordle_server: str, tmp_path: Path) -> None:
+def test_a_worker_that_dies_mid_episode_leaves_its_episodes_unanswered(
+    wordle_pkg: str, wordle_server: str, tmp_path: Path
+) -> None:
     """verifiers 0.4.0: the broker neither notices a dead worker nor answers the requests it
     held, and starts no replacement; the client waits until its own timeout (docs/training.md).
     The other worker's episodes finish."""
@@ -434,7 +487,9 @@ def test_a_worker_that_dies_mid_episode_leaves_its_episodes_unanswered(wordle_pk
 
 @pytest.mark.rollout
 @pytest.mark.parametrize("failure", ["provider-option", "unreachable-base-url"])
-def test_a_worker_that_cannot_start_logs_one_line_and_fails_each_episode(guess_pkg: str, tmp_path: Path, failure: str) -> None:
+def test_a_worker_that_cannot_start_logs_one_line_and_fails_each_episode(
+    guess_pkg: str, tmp_path: Path, failure: str
+) -> None:
     """A failure only a worker meets (a fleet it cannot reach), or a config check a host skipped
     (it never ran the client's `load()`): the worker logs the one-line reason once and stays up,
     and every episode sent to it fails with that reason, which the client sees (verifiers 0.4.0
@@ -454,7 +509,10 @@ def test_a_worker_that_cannot_start_logs_one_line_and_fails_each_episode(guess_p
         assert served.client_tasks(served.env_config(guess_pkg, taskset))  # nothing to see client-side
     config = served.env_config(guess_pkg, taskset)
     model = ScriptedChatModel(Script(["7"]))
-    with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server:
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
         results = served.play(server.address, str(model_url), tasks * 3, timeout=300)
         workers = server.workers()
         log = server.log()
@@ -487,8 +545,13 @@ def test_docker_workers_each_run_their_own_containers_none_left_after_sigkill(
     after the env server is SIGKILLed (its workers stop on the closed death pipe) none is left."""
     config = served.env_config(
         guess_pkg,
-        {"env": "test/guess-env", "use_docker": True, "max_servers": 1, "startup_timeout": 300,
-         "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}}},
+        {
+            "env": "test/guess-env",
+            "use_docker": True,
+            "max_servers": 1,
+            "startup_timeout": 300,
+            "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}},
+        },
     )
     tasks = served.client_tasks(config)
     model = ScriptedChatModel(Script(['{"guess": 3}', "7"]))
@@ -511,8 +574,13 @@ def test_a_swarm_service_per_worker_is_removed_when_the_env_server_stops(
     SIGTERM to the env server (a host's normal stop) removes the service and its containers."""
     config = served.env_config(
         guess_pkg,
-        {"env": "test/guess-env", "use_swarm": True, "replicas": 2, "startup_timeout": 300,
-         "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}}},
+        {
+            "env": "test/guess-env",
+            "use_swarm": True,
+            "replicas": 2,
+            "startup_timeout": 300,
+            "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}},
+        },
     )
     tasks = served.client_tasks(config)
     model = ScriptedChatModel(Script(['{"guess": 3}', "7"]))

@@ -35,7 +35,9 @@ def _tool(name: str) -> str:
 
 def lint(path: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{Path(_tool('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([_tool("actionlint"), "-no-color", str(path)], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [_tool("actionlint"), "-no-color", str(path)], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def load(name: str) -> dict:

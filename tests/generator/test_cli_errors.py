@@ -59,7 +59,10 @@ def test_unreachable_url(tmp_path: Path) -> None:
         ([Route("/health", lambda r: HTMLResponse("<html>hi</html>"))], "not JSON"),
         ([Route("/health", lambda r: JSONResponse({"ok": 1}))], "no 'status' field"),
         (
-            [Route("/health", lambda r: JSONResponse({"status": "healthy"})), Route("/schema", lambda r: JSONResponse({"a": 1}))],
+            [
+                Route("/health", lambda r: JSONResponse({"status": "healthy"})),
+                Route("/schema", lambda r: JSONResponse({"a": 1})),
+            ],
             "no action/observation schemas",
         ),
         ([Route("/health", lambda r: JSONResponse({"status": "x"}, status_code=500))], "HTTP 500"),

@@ -58,7 +58,10 @@ def merge(a: Any, b: Any) -> Any:
         items = merge(a[0] if a else None, b[0] if b else None)
         return [items] if items is not None else []
     alternatives: list[Any] = []
-    for alternative in [*(a["anyOf"] if isinstance(a, dict) and "anyOf" in a else [a]), *(b["anyOf"] if isinstance(b, dict) and "anyOf" in b else [b])]:
+    for alternative in [
+        *(a["anyOf"] if isinstance(a, dict) and "anyOf" in a else [a]),
+        *(b["anyOf"] if isinstance(b, dict) and "anyOf" in b else [b]),
+    ]:
         kind = type(alternative)
         same = next((i for i, known in enumerate(alternatives) if type(known) is kind and kind in (dict, list)), None)
         if same is None:
@@ -109,7 +112,10 @@ def json_shapes(tmp: Path) -> dict[str, Any]:
     stale = openenv_gen("check", "--json", str(package))
     snapshot = json.loads((package / "wordle_openenv" / "snapshot.json").read_text("utf-8"))
     drifted_schema = {
-        "action": {**snapshot["action_schema"], "properties": {**snapshot["action_schema"]["properties"], "extra": {"type": "string"}}},
+        "action": {
+            **snapshot["action_schema"],
+            "properties": {**snapshot["action_schema"]["properties"], "extra": {"type": "string"}},
+        },
         "observation": snapshot["observation_schema"],
     }
     schema_file = tmp / "schema.json"

@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import pytest
 import typer
@@ -60,7 +60,7 @@ def test_a_missing_help_or_docstring_is_caught() -> None:
         """A command."""
 
     @app.command()
-    def bare(quiet: Annotated[Optional[str], typer.Option("--quiet")] = None) -> None:
+    def bare(quiet: Annotated[str | None, typer.Option("--quiet")] = None) -> None:
         pass
 
     assert reference.missing_cli_help(typer.main.get_command(app), prog="toy") == [
@@ -159,7 +159,9 @@ def test_the_package_tree_follows_the_layers_lines(tmp_path: Path) -> None:
 
 
 def test_the_benchmarks_page_is_bench_results_one_level_down() -> None:
-    page = reference.benchmarks_page("# Benchmark results\n\n## Headline\n\nSee [the runner](run.py).\n\n```\n# not a heading\n```\n")
+    page = reference.benchmarks_page(
+        "# Benchmark results\n\n## Headline\n\nSee [the runner](run.py).\n\n```\n# not a heading\n```\n"
+    )
     assert "### Headline" in page and "# Benchmark results" not in page
     assert "the runner (`bench/run.py`)" in page
     assert "# not a heading" in page and "## not a heading" not in page
@@ -220,7 +222,11 @@ def test_every_faq_message_is_one_the_code_prints() -> None:
 
 def _missing_docs_tools() -> str | None:
     missing = [m for m in ("mkdocs", "material", "mkdocs_gen_files") if importlib.util.find_spec(m) is None]
-    return f"the docs extra is not installed ({', '.join(missing)}): pip install -c constraints.txt -e '.[docs]'" if missing else None
+    return (
+        f"the docs extra is not installed ({', '.join(missing)}): pip install -c constraints.txt -e '.[docs]'"
+        if missing
+        else None
+    )
 
 
 @pytest.mark.timeout(600)
@@ -232,7 +238,11 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
     build = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT, capture_output=True, text=True, timeout=560, env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=560,
+        env=env,
     )
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
@@ -258,7 +268,10 @@ def test_the_site_build_can_fail(tmp_path: Path) -> None:
     (tmp_path / "mkdocs.yml").write_text("site_name: toy\nstrict: true\nnav:\n  - index.md\n")
     build = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"},
     )
     assert build.returncode != 0
@@ -312,7 +325,9 @@ def test_the_readme_training_block_is_the_training_page_s() -> None:
         found = iter(block)
         return all(line in found for line in lines)
 
-    assert any(within(blocks[0].splitlines(), block) for block in page_blocks), "the README's block differs from docs/training.md's"
+    assert any(within(blocks[0].splitlines(), block) for block in page_blocks), (
+        "the README's block differs from docs/training.md's"
+    )
 
 
 def test_the_docs_workflow_publishes_main_to_pages() -> None:

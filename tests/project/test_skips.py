@@ -12,7 +12,7 @@ from pathlib import Path
 from openenvgen_testsupport.paths import ROOT, TESTS
 from openenvgen_testsupport.skips import REQUIRE_DOCKER
 
-TINY = '''
+TINY = """
 import pytest
 
 SUMMARY = ("module note: what this module cannot test here",)
@@ -30,7 +30,7 @@ def test_needs_swarm():
 
 def test_plain():
     pass
-'''
+"""
 DEAD_SOCKET_LINE = "SKIPPED docker and swarm tests: they need a Docker daemon: no Docker daemon answers `docker info`"
 
 
@@ -40,8 +40,21 @@ def run_tiny(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != REQUIRE_DOCKER}
     environ |= {"DOCKER_HOST": f"unix://{tmp_path}/nobody.sock", **env}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_tiny.py"],
-        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore::pytest.PytestUnknownMarkWarning",
+            "test_tiny.py",
+        ],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

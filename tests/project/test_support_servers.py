@@ -105,9 +105,7 @@ def test_wordle_concurrent_sessions_are_isolated(wordle_url: str) -> None:
             return results
 
     async def main() -> None:
-        a, b = await asyncio.gather(
-            play("crane", ["slate", "crane"]), play("slate", ["crane", "slate"])
-        )
+        a, b = await asyncio.gather(play("crane", ["slate", "crane"]), play("slate", ["crane", "slate"]))
         assert a == [(0.0, False), (1.0, True)]
         assert b == [(0.0, False), (1.0, True)]
 
@@ -140,9 +138,12 @@ def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_schemas() -> None:
-    with serve_app(make_wordle_app()) as w, serve_app(make_grid_app()) as g, serve_app(
-        make_mcp_app()
-    ) as m, http() as client:
+    with (
+        serve_app(make_wordle_app()) as w,
+        serve_app(make_grid_app()) as g,
+        serve_app(make_mcp_app()) as m,
+        http() as client,
+    ):
         wordle = client.get(f"{w}/schema").json()
         assert set(wordle) == {"action", "observation", "state"}
         action = wordle["action"]
@@ -264,9 +265,7 @@ def test_mcp_list_and_call_tool_steps_over_ws() -> None:
             assert names == ["echo_message", "add", "fail"]
             assert r.done is False
 
-            r = await env.step(
-                {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}}
-            )
+            r = await env.step({"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}})
             assert r.observation["error"] is None
             assert r.observation["result"]["data"] == "hi"
             assert (r.reward, r.done) == (0.0, False)
@@ -276,15 +275,11 @@ def test_mcp_list_and_call_tool_steps_over_ws() -> None:
             assert "always fails" in r.observation["error"]["message"]
             assert (r.reward, r.done) == (0.0, False)
 
-            r = await env.step(
-                {"type": "call_tool", "tool_name": "add", "arguments": {"a": 1, "b": 2}}
-            )
+            r = await env.step({"type": "call_tool", "tool_name": "add", "arguments": {"a": 1, "b": 2}})
             assert r.observation["result"]["data"] == 3
             assert (r.reward, r.done) == (0.0, False)
 
-            r = await env.step(
-                {"type": "call_tool", "tool_name": "add", "arguments": {"a": 40, "b": 2}}
-            )
+            r = await env.step({"type": "call_tool", "tool_name": "add", "arguments": {"a": 40, "b": 2}})
             assert (r.reward, r.done) == (1.0, True)
 
     with serve_app(make_mcp_app()) as url:
@@ -308,7 +303,9 @@ def test_scripted_model_with_openai_client_two_concurrent_conversations() -> Non
         for turn in range(3):
             if stream:
                 chunks = await client.chat.completions.create(
-                    model="m", messages=messages, stream=True,
+                    model="m",
+                    messages=messages,
+                    stream=True,
                     stream_options={"include_usage": True},
                 )
                 text, finish, usage = "", None, None
@@ -433,8 +430,9 @@ def test_serve_app_subprocess_can_be_killed_mid_episode() -> None:
         asyncio.run(play(url))
 
     # --factory builds a fresh app from a zero-argument factory.
-    with serve_app_subprocess(
-        "openenvgen_testsupport.fixture_envs:make_grid_app", factory=True
-    ) as url, http() as client:
+    with (
+        serve_app_subprocess("openenvgen_testsupport.fixture_envs:make_grid_app", factory=True) as url,
+        http() as client,
+    ):
         assert "direction" in client.get(f"{url}/schema").json()["action"]["properties"]
     assert not url.alive

@@ -69,7 +69,10 @@ def template(wordle_server: str, tmp_path_factory: pytest.TempPathFactory) -> Pa
     """One scaffolded package from the live server, never imported here: tests copy it."""
     out = tmp_path_factory.mktemp("template") / "guess"
     proc = subprocess.run(
-        [OPENENV_GEN, "guess", "--base-url", wordle_server, "--out", str(out)], capture_output=True, text=True, timeout=120
+        [OPENENV_GEN, "guess", "--base-url", wordle_server, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     return out
@@ -117,7 +120,10 @@ def _messages(model: ScriptedChatModel) -> list[list[tuple[str, str]]]:
     """(role, text) of every message of every request, in arrival order per conversation."""
     by_conversation = model.conversations()
     return [
-        [(m["role"], m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])) for m in body["messages"]]
+        [
+            (m["role"], m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]))
+            for m in body["messages"]
+        ]
         for key in sorted(by_conversation)
         for body in by_conversation[key]
     ]
@@ -127,16 +133,34 @@ def _messages(model: ScriptedChatModel) -> list[list[tuple[str, str]]]:
 
 BROKEN = [
     ("def render_observation(observation)\n    return ''\n", ":1: syntax error: expected ':'"),
-    ("import verifiers.v1 as vf\n\n@vf.reward(weight=0.5)\nasync def brevity(completion):\n    return 1.0\n", "reward brevity takes 'completion', but a reward is given only task, trace, runtime"),
-    ("import verifiers.v1 as vf\n\n@vf.metric\ndef openenv_reward(trace):\n    return 1.0\n", "'openenv_reward' is recorded by the runtime"),
-    ("import verifiers.v1 as vf\n\n@vf.reward(weight=float('nan'))\nasync def r(trace):\n    return 1.0\n", "reward r: weight must be a finite number"),
+    (
+        "import verifiers.v1 as vf\n\n@vf.reward(weight=0.5)\nasync def brevity(completion):\n    return 1.0\n",
+        "reward brevity takes 'completion', but a reward is given only task, trace, runtime",
+    ),
+    (
+        "import verifiers.v1 as vf\n\n@vf.metric\ndef openenv_reward(trace):\n    return 1.0\n",
+        "'openenv_reward' is recorded by the runtime",
+    ),
+    (
+        "import verifiers.v1 as vf\n\n@vf.reward(weight=float('nan'))\nasync def r(trace):\n    return 1.0\n",
+        "reward r: weight must be a finite number",
+    ),
     ("SYSTEM_PROMPT = ['not', 'text']\n", "SYSTEM_PROMPT must be a str, not list"),
     ("ACTION_HINT = 3\n", "ACTION_HINT must be a str, not int"),
     ("SYSTEM_PROMT = 'typo'\n", "SYSTEM_PROMT is not a hook; did you mean SYSTEM_PROMPT?"),
-    ("def Render_Observation(observation):\n    return ''\n", "Render_Observation is not a hook; did you mean render_observation?"),
+    (
+        "def Render_Observation(observation):\n    return ''\n",
+        "Render_Observation is not a hook; did you mean render_observation?",
+    ),
     ("HIDDEN_FIELDS = 'metadata'\n", "HIDDEN_FIELDS must be a set (or list) of field names"),
-    ("def render_observation(observation, width):\n    return ''\n", "render_observation must take one argument: render_observation(observation)"),
-    ("async def render_observation(observation):\n    return ''\n", "render_observation must be a plain function, not async"),
+    (
+        "def render_observation(observation, width):\n    return ''\n",
+        "render_observation must take one argument: render_observation(observation)",
+    ),
+    (
+        "async def render_observation(observation):\n    return ''\n",
+        "render_observation must be a plain function, not async",
+    ),
     ("RESETS = [{'seed': 1}, 'seed=2']\n", "RESETS item 1 must be a dict of reset kwargs"),
     ("RESETS = []\n", "RESETS must be a non-empty list"),
     ("RESETS = [{}]\ndef build_resets(config):\n    return [{}]\n", "set RESETS or build_resets, not both"),
@@ -252,16 +276,20 @@ def test_the_scaffolded_module_changes_no_prompt_and_no_score(wordle_server: str
         )
         results.append((_messages(model), scores))
     assert results[0][0] == results[1][0]  # every message of every request, byte for byte
-    assert results[0][1] == results[1][1] == [
-        (0, {"openenv_reward": 1.0}, results[0][1][0][2]),
-        (1, {"openenv_reward": 1.0}, results[0][1][1][2]),
-    ]
+    assert (
+        results[0][1]
+        == results[1][1]
+        == [
+            (0, {"openenv_reward": 1.0}, results[0][1][0][2]),
+            (1, {"openenv_reward": 1.0}, results[0][1][1][2]),
+        ]
+    )
     assert results[0][1][0][2]["env_steps"] == 2
 
 
 # --- every hook, through vf-eval, then regenerated from a changed server ---------------------
 
-EVERY_HOOK = '''\
+EVERY_HOOK = """\
     import verifiers.v1 as vf
 
     SYSTEM_PROMPT = "Guess the five-letter word. Reply with [word] and nothing else."
@@ -291,11 +319,13 @@ EVERY_HOOK = '''\
     @vf.reward(weight=0.0)
     async def fragile(task) -> float:
         return 1.0 / (task.reset.get("max_guesses", 6) - 1)
-'''
+"""
 SYSTEM = "Guess the five-letter word. Reply with [word] and nothing else."
 
 
-def _play_every_hook(pkg: Path, server: str, out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ScriptedChatModel]:
+def _play_every_hook(
+    pkg: Path, server: str, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, ScriptedChatModel]:
     monkeypatch.setenv("PYTHONPATH", str(pkg))
     model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
     with serve_app(model) as model_url:
@@ -322,7 +352,9 @@ def _check_every_hook(run: Any, model: ScriptedChatModel, feedback_field: str, f
     # A reward that raises fails its episode, recorded with the file and the hook; the run goes on.
     broken = by_reset['{"max_guesses": 1, "secret": "crane"}']
     assert len(broken["errors"]) == 1
-    assert "custom.py: reward fragile raised ZeroDivisionError: float division by zero" in broken["errors"][0]["message"]
+    assert (
+        "custom.py: reward fragile raised ZeroDivisionError: float division by zero" in broken["errors"][0]["message"]
+    )
 
     # What the model read: the custom system prompt and the rendered observation.
     conversations = model.conversations()
@@ -336,7 +368,9 @@ def _check_every_hook(run: Any, model: ScriptedChatModel, feedback_field: str, f
         assert "metadata" not in first.split("Action schema:")[0]
     (win,) = [c for key, c in conversations.items() if "at most 6 guesses" in key]
     after_slate = win[-1]["messages"][3]["content"]
-    assert after_slate.startswith(f"Observation:\nPROMPT: Wrong guess [slate]. 5 guesses left.\nFEEDBACK: {feedback_shown}\n")
+    assert after_slate.startswith(
+        f"Observation:\nPROMPT: Wrong guess [slate]. 5 guesses left.\nFEEDBACK: {feedback_shown}\n"
+    )
 
 
 def test_every_hook_through_vf_eval_and_after_regen(
@@ -404,10 +438,16 @@ def test_action_hint_and_a_task_list(wordle_server: str, tmp_path: Path) -> None
     tasks = list(load_env(hinted, {"base_url": wordle_server}).taskset)
     (default,) = list(load_env(bare, {"base_url": wordle_server}).taskset)
     assert [_unseeded(t.data.reset) for t in tasks] == [{"secret": "crane"}, {"secret": "slate", "max_guesses": 2}]
-    assert {t.data.system_prompt for t in tasks} == {default.data.system_prompt + "\n\nWrap your guess in square brackets."}
+    assert {t.data.system_prompt for t in tasks} == {
+        default.data.system_prompt + "\n\nWrap your guess in square brackets."
+    }
     assert [(fn.__name__, fn._vf_weight) for fn in tasks[0].hooks("reward")] == [("brevity", 0.5)]
     # The command line still wins: an explicit task list, a reward's weight.
-    overrides = {"base_url": wordle_server, "resets": [{"secret": "plumb"}], "task": {"rewards": {"brevity": {"weight": 2.0}}}}
+    overrides = {
+        "base_url": wordle_server,
+        "resets": [{"secret": "plumb"}],
+        "task": {"rewards": {"brevity": {"weight": 2.0}}},
+    }
     (explicit,) = list(load_env(hinted, overrides).taskset)
     assert _unseeded(explicit.data.reset) == {"secret": "plumb"}
     assert [(fn.__name__, fn._vf_weight) for fn in explicit.hooks("reward")] == [("brevity", 2.0)]
@@ -464,9 +504,11 @@ def test_stale_hook_notes_come_from_code_not_comments(template: Path, tmp_path: 
 def test_generating_over_the_package_keeps_custom_py(template: Path, wordle_server: str, tmp_path: Path) -> None:
     pkg = _copy(template, tmp_path, "ACTION_HINT = 'mine'\n")
     proc = subprocess.run(
-        [OPENENV_GEN, "guess", "--base-url", wordle_server, "--out", str(pkg)], capture_output=True, text=True, timeout=120
+        [OPENENV_GEN, "guess", "--base-url", wordle_server, "--out", str(pkg)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert (pkg / "guess_openenv" / "custom.py").read_text() == "ACTION_HINT = 'mine'\n"
     assert "load_extension('guess_openenv.custom')" in (pkg / "guess_openenv" / "taskset.py").read_text()
-

@@ -15,11 +15,11 @@ from openenv.core.env_server import create_app
 from openenv.core.env_server.types import Action
 from pydantic import Field
 
-from openenvgen_schemas import modeldiff as generator_modeldiff
 from openenvgen.build.render import spec_from_snapshot
 from openenvgen.sources.server import from_server
 from openenvgen.spec import build_spec
 from openenvgen_runtime.drift import DriftError, check_drift, diff, live_interface, snapshot_interface
+from openenvgen_schemas import modeldiff as generator_modeldiff
 from openenvgen_testsupport.drift import pool_servers, write_snapshot
 from openenvgen_testsupport.fixture_envs import (
     WordGuessEnvironment,
@@ -88,7 +88,9 @@ def test_drift_warns_in_one_line_by_default(servers: dict[str, str], tmp_path: P
     [record] = caplog.records
     message = record.getMessage()
     assert "\n" not in message
-    assert message.startswith(f"{servers['stricter']} differs from the package's schema snapshot, major: action.hint_level: ")
+    assert message.startswith(
+        f"{servers['stricter']} differs from the package's schema snapshot, major: action.hint_level: "
+    )
     assert "required field added" in message
     assert message.endswith("(on_drift=warn: running anyway)")
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openenvgen_runtime.errors import LaunchError
 
+from openenvgen_runtime.errors import LaunchError
 from openenvgen_testsupport.adapters import (
     load_env,
     marked_processes,
@@ -192,7 +192,9 @@ def test_a_bad_fleet_is_one_line_before_any_episode(wordle_pkg: str, fleet: list
 
 def test_the_startup_timeout_is_one_setting(guess_pkg: str) -> None:
     env = load_env(guess_pkg, {"env": "test/guess-env", "provider_kwargs": {"startup_timeout": 30}})
-    with pytest.raises(LaunchError, match=r"provider_kwargs.startup_timeout is not a provider option: set `startup_timeout`"):
+    with pytest.raises(
+        LaunchError, match=r"provider_kwargs.startup_timeout is not a provider option: set `startup_timeout`"
+    ):
         asyncio.run(env.start())
 
 
@@ -226,7 +228,9 @@ def test_a_launched_server_that_dies_is_replaced_with_its_log_tail(
     assert f"server at {old_url} died" in warning and "replacing it; last lines of its log:" in warning
     # The tail is the dead server's own log: it opens with the command that started it.
     port = old_url.rsplit(":", 1)[1]
-    command = f"$ uv run --isolated --project {UV_FIXTURE_PROJECT} -- uvicorn {UV_FIXTURE_APP} --host 127.0.0.1 --port {port}"
+    command = (
+        f"$ uv run --isolated --project {UV_FIXTURE_PROJECT} -- uvicorn {UV_FIXTURE_APP} --host 127.0.0.1 --port {port}"
+    )
     first_line = warning.split("last lines of its log:\n", 1)[1].splitlines()[0]
     assert f"{first_line} ".startswith(f"{command} "), warning
     assert len(messages(caplog, "(uv) ready in")) == 2
@@ -262,7 +266,9 @@ def test_vf_eval_shows_launch_progress_and_a_failed_launch_as_one_line(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # vf-eval imports the generated package
     model = ScriptedChatModel(Script(['{"guess": 7}']))
     with serve_app(model) as model_url:
-        ok = run_eval(guess_pkg, model_url=str(model_url), out_dir=tmp_path / "ok", taskset=uv_taskset(uuid.uuid4().hex))
+        ok = run_eval(
+            guess_pkg, model_url=str(model_url), out_dir=tmp_path / "ok", taskset=uv_taskset(uuid.uuid4().hex)
+        )
         crash = run_eval(
             guess_pkg,
             model_url=str(model_url),
@@ -276,6 +282,8 @@ def test_vf_eval_shows_launch_progress_and_a_failed_launch_as_one_line(
     assert crash.returncode != 0
     assert "Traceback" not in crash.stderr, crash.stderr[-3000:]
     (line,) = [line for line in crash.stderr.splitlines() if line.startswith("error: ")]
-    assert line.startswith("error: test/guess-env (uv): server exited with code 1 while starting; last lines of its log:")
+    assert line.startswith(
+        "error: test/guess-env (uv): server exited with code 1 while starting; last lines of its log:"
+    )
     assert "crashing on purpose" in crash.stderr.split(line, 1)[1]
     assert len(model.requests) == 1  # the crash run never reached the model

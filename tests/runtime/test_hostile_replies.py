@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from openenvgen_runtime.actions import MAX_REPLY_CHARS, ActionSpace, InvalidAction, ToolCallRequest
 
 JUDGED_WITHIN_S = 0.050
@@ -35,8 +36,10 @@ def space_of(target: str) -> ActionSpace:
     module, name = target.split(":")
     taskset = getattr(importlib.import_module(module), name)
     tool_arguments = getattr(taskset, "TOOL_ARGUMENTS", None) if taskset.IS_MCP else None
-    tools = [{"name": tool, "description": "", "input_schema": model.model_json_schema()}
-             for tool, model in (tool_arguments or {}).items()]
+    tools = [
+        {"name": tool, "description": "", "input_schema": model.model_json_schema()}
+        for tool, model in (tool_arguments or {}).items()
+    ]
     return ActionSpace(
         action_model=taskset.ACTION_MODEL,
         action_schema=taskset.ACTION_MODEL.model_json_schema(),
@@ -62,10 +65,14 @@ def hostile_replies(draw: st.DrawFn) -> str:
     kind = draw(st.sampled_from(["deep", "huge", "surrogate", "nan", "bigint", "fences", "json", "text", "near_cap"]))
     depth = draw(st.integers(min_value=900, max_value=60_000))
     if kind == "deep":
-        opener = draw(st.sampled_from(['{"a":', "[", '{"message":', '{"column":', '{"tool": "echo_message", "arguments":']))
+        opener = draw(
+            st.sampled_from(['{"a":', "[", '{"message":', '{"column":', '{"tool": "echo_message", "arguments":'])
+        )
         return opener * depth
     if kind == "huge":
-        return draw(st.sampled_from(["x", "[", '"', "{", "`"])) * draw(st.integers(MAX_REPLY_CHARS + 1, 4 * MAX_REPLY_CHARS))
+        return draw(st.sampled_from(["x", "[", '"', "{", "`"])) * draw(
+            st.integers(MAX_REPLY_CHARS + 1, 4 * MAX_REPLY_CHARS)
+        )
     if kind == "near_cap":
         return json.dumps({"message": "a" * (MAX_REPLY_CHARS - 20)})
     if kind == "surrogate":
@@ -112,15 +119,21 @@ def assert_judged(result: Any, elapsed: float) -> None:
     assert elapsed <= JUDGED_WITHIN_S, f"judged in {elapsed * 1000:.1f} ms of CPU"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(reply=hostile_replies())
 def test_every_text_reply_is_an_action_or_a_one_line_reason(space: ActionSpace, reply: str) -> None:
     assert_judged(*judged(lambda: space.parse(reply)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(arguments=hostile_replies())
 def test_every_tool_call_is_an_action_or_a_one_line_reason(space: ActionSpace, arguments: str) -> None:
     names = [tool["function"]["name"] for tool in space.function_tools]

@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from openenvgen_runtime.errors import LaunchError
 
+from openenvgen_runtime.errors import LaunchError
 from openenvgen_testsupport.adapters import (
     generate_from_server,
     load_env,
@@ -154,7 +154,9 @@ def test_no_server_left_after_a_failed_or_cancelled_run(guess_pkg: str, path: st
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
-def test_no_server_left_after_the_eval_process_is_signalled(guess_pkg: str, tmp_path: Path, sig: signal.Signals) -> None:
+def test_no_server_left_after_the_eval_process_is_signalled(
+    guess_pkg: str, tmp_path: Path, sig: signal.Signals
+) -> None:
     """A real `vf-eval` run is signalled while its episode waits on the model."""
     marker = uuid.uuid4().hex
 

@@ -24,7 +24,17 @@ from openenvgen_runtime.observations import (
     system_prompt_with_env,
 )
 from openenvgen_testsupport.fixture_envs import make_wordle_app
-from openenvgen_testsupport.media_envs import COLOURS, GIF, JPEG, MP3, PICTURE_SYSTEM_PROMPT, WEBP, make_picture_app, png, wav
+from openenvgen_testsupport.media_envs import (
+    COLOURS,
+    GIF,
+    JPEG,
+    MP3,
+    PICTURE_SYSTEM_PROMPT,
+    WEBP,
+    make_picture_app,
+    png,
+    wav,
+)
 from openenvgen_testsupport.servers import serve_app
 
 
@@ -76,7 +86,10 @@ def test_image_fields_become_image_parts_and_the_answer_stays_hidden(picture_ser
     size = len(png(COLOURS["blue"]))
     assert text["image_base64"] == f"<image/png, {size} B: attachment 1>"
     assert text["image_asset_path"] == f"<image/png, {size} B: attachment 2>"
-    assert [(m.path, m.mime) for m in rendered.media] == [("image_base64", "image/png"), ("image_asset_path", "image/png")]
+    assert [(m.path, m.mime) for m in rendered.media] == [
+        ("image_base64", "image/png"),
+        ("image_asset_path", "image/png"),
+    ]
     # The asset is the very PNG the server serves, fetched from it.
     assert rendered.media[1].data == png(COLOURS["blue"]) == base64.b64decode(observation["image_base64"])
 
@@ -148,7 +161,10 @@ def test_a_field_that_is_no_media_is_a_clear_error(picture_server: str) -> None:
     assert "'blob_base64' is not a known media type (png, jpeg, webp, gif, wav, mp3)" in message
     assert "\n" not in message
     # Hiding the field is the way out.
-    assert len(render(ObservationView(hidden_fields=["blob_base64"], asset_base_url=picture_server), observation).media) == 2
+    assert (
+        len(render(ObservationView(hidden_fields=["blob_base64"], asset_base_url=picture_server), observation).media)
+        == 2
+    )
 
 
 def test_bad_base64_and_missing_assets_are_clear_errors(picture_server: str) -> None:
@@ -181,7 +197,11 @@ def test_the_size_cap_is_a_clear_error(picture_server: str) -> None:
 
 def test_data_urls_and_empty_media_fields(picture_server: str) -> None:
     data = png((9, 9, 9))
-    observation = {"a_base64": "data:image/png;base64," + base64.b64encode(data).decode(), "b_base64": "", "c_base64": None}
+    observation = {
+        "a_base64": "data:image/png;base64," + base64.b64encode(data).decode(),
+        "b_base64": "",
+        "c_base64": None,
+    }
     rendered = render(ObservationView(), observation)
     assert [m.data for m in rendered.media] == [data]
     note = f"<image/png, {len(data)} B: attachment 1>"
@@ -205,4 +225,6 @@ def test_env_system_prompt_final_info_and_metrics(picture_server: str) -> None:
 
     metrics = numeric_metrics(observation)
     assert metrics == {"score": 0.5, "attempts": 0.0, "won": 0.0, "metadata.difficulty": 2.0}
-    assert numeric_metrics({"x": float("nan"), "y": [1, 2], "z": {"w": True}, "reward": 1.0, "done": True}) == {"z.w": 1.0}
+    assert numeric_metrics({"x": float("nan"), "y": [1, 2], "z": {"w": True}, "reward": 1.0, "done": True}) == {
+        "z.w": 1.0
+    }

@@ -13,6 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
 from openenvgen_runtime import openenv_private
 from openenvgen_schemas.processes import find_uv
 
@@ -21,8 +22,7 @@ OPENENV = version("openenv")
 
 def changed(name: str, detail: str) -> str:
     return (
-        f"openenv {OPENENV} changed its private `{name}`, which openenvgen_runtime.openenv_private "
-        f"relies on: {detail}"
+        f"openenv {OPENENV} changed its private `{name}`, which openenvgen_runtime.openenv_private relies on: {detail}"
     )
 
 

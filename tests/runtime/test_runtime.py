@@ -114,12 +114,15 @@ def test_thirty_two_episodes_over_four_single_session_servers(grid_pkg: str) -> 
 def test_killing_a_server_mid_episode_ends_only_its_episode(wordle_pkg: str, tmp_path: Path) -> None:
     """Two servers; one is killed while its episode waits for the model. That episode ends
     as env_lost (failed, not silently reconnected to a fresh env); the other wins."""
-    with serve_app_subprocess(
-        "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
-        env={"WORDLE_FIXTURE_TAG": "doomed"},
-        factory=True,
-        ready_path="/health",
-    ) as doomed, serve_app(make_wordle_app(), ready_path="/health") as healthy:
+    with (
+        serve_app_subprocess(
+            "openenvgen_testsupport.fixture_envs:make_tagged_wordle_app",
+            env={"WORDLE_FIXTURE_TAG": "doomed"},
+            factory=True,
+            ready_path="/health",
+        ) as doomed,
+        serve_app(make_wordle_app(), ready_path="/health") as healthy,
+    ):
         killed = []
 
         def reply(messages: list[dict]) -> str:
@@ -140,7 +143,9 @@ def test_mcp_tools_are_typed_shown_and_their_errors_returned(mcp_pkg: str, mcp_s
             json.dumps({"tool": "teleport", "arguments": {}}),  # unknown tool: feedback, no step
             json.dumps({"tool": "add", "arguments": {"a": "forty", "b": 2}}),  # typed args refuse it
             json.dumps({"tool": "fail", "arguments": {}}),  # a real tool error, from the env
-            json.dumps({"type": "call_tool", "tool_name": "add", "arguments": {"a": 40, "b": 2}}),  # CallToolAction form
+            json.dumps(
+                {"type": "call_tool", "tool_name": "add", "arguments": {"a": 40, "b": 2}}
+            ),  # CallToolAction form
         ]
     )
     (episode,), model = _run(mcp_pkg, script, mcp_server)

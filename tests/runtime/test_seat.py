@@ -103,7 +103,15 @@ def test_typed_env_plays_through_streamed_tool_calls(wordle_pkg: str, wordle_ser
     )
     model = ScriptedChatModel(script)
     with serve_app(model) as model_url:
-        env = load_env(wordle_pkg, {"base_url": wordle_server, "resets": [{"secret": "crane"}], "action_format": "tools", "max_invalid_actions": 4})
+        env = load_env(
+            wordle_pkg,
+            {
+                "base_url": wordle_server,
+                "resets": [{"secret": "crane"}],
+                "action_format": "tools",
+                "max_invalid_actions": 4,
+            },
+        )
         (episode,) = asyncio.run(run_all(env, str(model_url)))
     assert outcome(episode) == (True, "env_done", 1.0)
     trace = episode.traces[0]
@@ -120,7 +128,13 @@ def test_typed_env_plays_through_streamed_tool_calls(wordle_pkg: str, wordle_ser
     assert "must be a JSON object, not list" in results[3][-1]["content"]
     assert len(results[4]) == 5 and all("exactly one tool per turn, not 2" in m["content"] for m in results[4][-2:])
     assert "Observation:" in results[5][-1]["content"]
-    tool_ids = {c["id"] for body in model.requests for m in body["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []}
+    tool_ids = {
+        c["id"]
+        for body in model.requests
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    }
     assert {m["tool_call_id"] for m in results[5]} == tool_ids
 
 
@@ -155,5 +169,5 @@ def test_tool_actions_with_the_null_seat_fail_before_the_first_episode(tmp_path:
             player=NULL_SEAT,
         )
     assert run.returncode != 0
-    assert 'action_format "tools" needs the package\'s in-process seat, not harness \'null\'' in run.stderr
+    assert "action_format \"tools\" needs the package's in-process seat, not harness 'null'" in run.stderr
     assert model.requests == []

@@ -34,7 +34,9 @@ def _package(wordle_server: str, root: Path, verdict: str) -> str:
 
     name = f"seeded_{verdict}_{next(_ids)}"
     spec = resolve_spec(name, base_url=wordle_server, env_id=f"test/{name}")
-    spec = spec.model_copy(update={"defaults": spec.defaults.model_copy(update={"seed_verdict": verdict, "seed_evidence": EVIDENCE})})
+    spec = spec.model_copy(
+        update={"defaults": spec.defaults.model_copy(update={"seed_verdict": verdict, "seed_evidence": EVIDENCE})}
+    )
     out = root / name
     write_tree(render_package(spec), out)
     taskset = (out / spec.module / "taskset.py").read_text()
@@ -87,6 +89,8 @@ def test_two_tasks_with_one_seed_warn_too(packages: dict[str, str], wordle_serve
     assert len(warnings) == 1
 
 
-def test_no_warning_when_each_task_plays_once_or_the_env_honours_seed(packages: dict[str, str], wordle_server: str) -> None:
+def test_no_warning_when_each_task_plays_once_or_the_env_honours_seed(
+    packages: dict[str, str], wordle_server: str
+) -> None:
     assert _play(packages["not_reproducible"], wordle_server, repeat=1, resets=[{"seed": 1}, {"seed": 2}]) == []
     assert _play(packages["reproducible"], wordle_server, repeat=3) == []

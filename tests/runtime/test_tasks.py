@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from openenv import GenericEnvClient
+
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.tasks import (
     TaskApiError,
@@ -24,7 +25,6 @@ from openenvgen_runtime.tasks import (
     reset_tasks,
     run_blocking,
 )
-
 from openenvgen_testsupport.adapters import marked_processes, wait_for
 from openenvgen_testsupport.fixture_envs import make_wordle_app
 from openenvgen_testsupport.media_envs import TASK_ENV_NAME, make_task_api_app
@@ -89,7 +89,10 @@ def test_a_split_is_read_from_the_task_api(task_server: str) -> None:
     assert specs[2].reset == {"split": "train", "index": 2, "seed": 2}
     # A single `resets` entry adds its kwargs (its seed wins) to every task of the split.
     common = run_blocking(
-        plan(PackageConfig(base_url=task_server, split="test", split_range="4:", resets=[{"seed": 5, "hard": True}]), mcp=False)
+        plan(
+            PackageConfig(base_url=task_server, split="test", split_range="4:", resets=[{"seed": 5, "hard": True}]),
+            mcp=False,
+        )
     )
     assert common == [TaskSpec("test/counting#test:4", {"seed": 5, "hard": True, "split": "test", "index": 4})]
     observations = asyncio.run(_resets(task_server, specs))
@@ -102,11 +105,19 @@ def test_a_split_is_read_from_the_task_api(task_server: str) -> None:
 
 def test_task_api_errors_are_one_clear_line(task_server: str) -> None:
     with serve_app(make_wordle_app(), ready_path="/health") as plain:
-        with pytest.raises(TaskApiError, match=r"'wordle_fixture' has no Task API \(POST /wordle_fixture/num_tasks answered 501\); drop `split`"):
+        with pytest.raises(
+            TaskApiError,
+            match=r"'wordle_fixture' has no Task API \(POST /wordle_fixture/num_tasks answered 501\); drop `split`",
+        ):
             asyncio.run(read_split(str(plain), "train"))
-    with pytest.raises(TaskApiError, match=r"has no split 'dev' \(POST /counting_tasks/num_tasks answered 500\); its splits: train, test"):
+    with pytest.raises(
+        TaskApiError,
+        match=r"has no split 'dev' \(POST /counting_tasks/num_tasks answered 500\); its splits: train, test",
+    ):
         asyncio.run(read_split(task_server, "dev"))
-    with pytest.raises(TaskApiError, match=r"split 'test' of 'counting_tasks' has 5 tasks; none selected \(split_range 7:\)"):
+    with pytest.raises(
+        TaskApiError, match=r"split 'test' of 'counting_tasks' has 5 tasks; none selected \(split_range 7:\)"
+    ):
         asyncio.run(read_split(task_server, "test", split_range="7:"))
     with pytest.raises(TaskApiError, match="give at most one `resets` entry"):
         run_blocking(plan(PackageConfig(base_url=task_server, split="test", resets=[{}, {}]), mcp=False))
@@ -149,5 +160,7 @@ def test_launch_mode_reads_the_split_from_a_server_it_launches_and_stops() -> No
     assert specs == [
         TaskSpec(f"test/count-env#test:{i}", {"split": "test", "index": i, "seed": i}) for i in range(1, 5)
     ]
-    assert wait_for(lambda: marked_processes(marker) == [], timeout=30), "the server launched to read the split is still running"
+    assert wait_for(lambda: marked_processes(marker) == [], timeout=30), (
+        "the server launched to read the split is still running"
+    )
     print(f"launch, read and stop took {time.monotonic() - started:.1f}s")

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from openenvgen.spec import EnvDefaults, EnvMetadata, EnvSpec, ToolSpec
 from openenvgen_schemas.compatibility import diff_schemas
 from openenvgen_schemas.docstrings import documented_args, tool_summary
 from openenvgen_schemas.modeldiff import Change, ModelDiff, bump, diff_specs
-from openenvgen.spec import EnvDefaults, EnvMetadata, EnvSpec, ToolSpec
 
 
 def obj(required: tuple[str, ...] = (), extra: dict[str, Any] | None = None, **props: Any) -> dict[str, Any]:
@@ -29,52 +29,172 @@ OPT_S = {"anyOf": [S, {"type": "null"}], "default": None}
 INPUT_CASES = [
     ("identical", obj(("a",), a=S), obj(("a",), a=S), []),
     ("title only (normalised away)", obj(a={**S, "title": "A"}), obj(a={**S, "title": "Alpha"}), []),
-    ("description only", obj(a={**S, "description": "x"}), obj(a={**S, "description": "y"}), [("patch", "action.a", 'description changed: "x" → "y"')]),
-    ("description re-wrapped (whitespace only)", obj(a={**S, "description": "one two\n  three"}), obj(a={**S, "description": "one  two three"}), []),
+    (
+        "description only",
+        obj(a={**S, "description": "x"}),
+        obj(a={**S, "description": "y"}),
+        [("patch", "action.a", 'description changed: "x" → "y"')],
+    ),
+    (
+        "description re-wrapped (whitespace only)",
+        obj(a={**S, "description": "one two\n  three"}),
+        obj(a={**S, "description": "one  two three"}),
+        [],
+    ),
     (
         "title and re-wrapped description in unevaluatedProperties (normalised away)",
         {**obj(a=S), "unevaluatedProperties": {**I, "title": "A", "description": "one\n two"}},
         {**obj(a=S), "unevaluatedProperties": {**I, "title": "B", "description": "one two"}},
         [],
     ),
-    ("top-level description", {**obj(a=S), "description": "x"}, {**obj(a=S), "description": "y"}, [("patch", "action", "description changed")]),
-    ("examples only", obj(a={**S, "examples": ["a"]}), obj(a={**S, "examples": ["b"]}), [("patch", "action.a", "examples changed")]),
-    ("default changed", obj(a={**S, "default": "x"}), obj(a={**S, "default": "y"}), [("patch", "action.a", 'default changed: "x" → "y"')]),
+    (
+        "top-level description",
+        {**obj(a=S), "description": "x"},
+        {**obj(a=S), "description": "y"},
+        [("patch", "action", "description changed")],
+    ),
+    (
+        "examples only",
+        obj(a={**S, "examples": ["a"]}),
+        obj(a={**S, "examples": ["b"]}),
+        [("patch", "action.a", "examples changed")],
+    ),
+    (
+        "default changed",
+        obj(a={**S, "default": "x"}),
+        obj(a={**S, "default": "y"}),
+        [("patch", "action.a", 'default changed: "x" → "y"')],
+    ),
     (
         "$ref renamed, same shape",
         {"$defs": {"T": obj(x=I)}, **obj(t={"$ref": "#/$defs/T"})},
         {"$defs": {"U": obj(x=I)}, **obj(t={"$ref": "#/$defs/U"})},
         [],
     ),
-    ("optional field added", obj(("a",), a=S), obj(("a",), a=S, b=I), [("minor", "action.b", "optional field added (integer)")]),
-    ("required field added", obj(("a",), a=S), obj(("a", "b"), a=S, b=I), [("major", "action.b", "required field added (integer)")]),
+    (
+        "optional field added",
+        obj(("a",), a=S),
+        obj(("a",), a=S, b=I),
+        [("minor", "action.b", "optional field added (integer)")],
+    ),
+    (
+        "required field added",
+        obj(("a",), a=S),
+        obj(("a", "b"), a=S, b=I),
+        [("major", "action.b", "required field added (integer)")],
+    ),
     ("field removed", obj(("a",), a=S, b=I), obj(("a",), a=S), [("major", "action.b", "field removed")]),
     ("optional field removed", obj(a=S, b=OPT_S), obj(a=S), [("major", "action.b", "field removed")]),
     ("newly required", obj(a=S), obj(("a",), a=S), [("major", "action.a", "field newly required")]),
     ("no longer required", obj(("a",), a=S), obj(a=S), [("minor", "action.a", "field no longer required")]),
-    ("type narrowed: Optional[str] -> str", obj(a=OPT_S), obj(a=S), [("major", "action.a", "type narrowed: string | null → string"), ("patch", "action.a", "default changed")]),
-    ("type widened: str -> Optional[str]", obj(a=S), obj(a=OPT_S), [("minor", "action.a", "type widened: string → string | null"), ("patch", "action.a", "default changed")]),
-    ("type narrowed: number -> integer", obj(a=N), obj(a=I), [("major", "action.a", "type narrowed: number → integer")]),
+    (
+        "type narrowed: Optional[str] -> str",
+        obj(a=OPT_S),
+        obj(a=S),
+        [("major", "action.a", "type narrowed: string | null → string"), ("patch", "action.a", "default changed")],
+    ),
+    (
+        "type widened: str -> Optional[str]",
+        obj(a=S),
+        obj(a=OPT_S),
+        [("minor", "action.a", "type widened: string → string | null"), ("patch", "action.a", "default changed")],
+    ),
+    (
+        "type narrowed: number -> integer",
+        obj(a=N),
+        obj(a=I),
+        [("major", "action.a", "type narrowed: number → integer")],
+    ),
     ("type widened: integer -> number", obj(a=I), obj(a=N), [("minor", "action.a", "type widened: integer → number")]),
     ("retyped: string -> integer", obj(a=S), obj(a=I), [("major", "action.a", "retyped: string → integer")]),
-    ("type list narrowed", obj(a={"type": ["string", "integer"]}), obj(a=S), [("major", "action.a", "type narrowed: integer | string → string")]),
-    ("enum value removed", obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), [("major", "action.a", 'allowed values removed: "y" ("x", "y" → "x")')]),
-    ("enum value added", obj(a={**S, "enum": ["x"]}), obj(a={**S, "enum": ["x", "y"]}), [("minor", "action.a", 'allowed values added: "y" ("x" → "x", "y")')]),
+    (
+        "type list narrowed",
+        obj(a={"type": ["string", "integer"]}),
+        obj(a=S),
+        [("major", "action.a", "type narrowed: integer | string → string")],
+    ),
+    (
+        "enum value removed",
+        obj(a={**S, "enum": ["x", "y"]}),
+        obj(a={**S, "enum": ["x"]}),
+        [("major", "action.a", 'allowed values removed: "y" ("x", "y" → "x")')],
+    ),
+    (
+        "enum value added",
+        obj(a={**S, "enum": ["x"]}),
+        obj(a={**S, "enum": ["x", "y"]}),
+        [("minor", "action.a", 'allowed values added: "y" ("x" → "x", "y")')],
+    ),
     ("enum introduced", obj(a=S), obj(a={**S, "enum": ["x"]}), [("major", "action.a", "allowed values restricted")]),
     ("enum dropped", obj(a={**S, "enum": ["x"]}), obj(a=S), [("minor", "action.a", 'no longer restricted (were "x")')]),
-    ("const changed", obj(a={"const": "x"}), obj(a={"const": "y"}), [("major", "action.a", 'removed: "x"'), ("minor", "action.a", 'added: "y"')]),
-    ("minLength raised", obj(a={**S, "minLength": 1}), obj(a={**S, "minLength": 3}), [("major", "action.a", "constraint narrowed: minLength 1 → 3")]),
-    ("minLength lowered", obj(a={**S, "minLength": 3}), obj(a={**S, "minLength": 1}), [("minor", "action.a", "constraint loosened: minLength 3 → 1")]),
-    ("maxLength added", obj(a=S), obj(a={**S, "maxLength": 5}), [("major", "action.a", "constraint added: maxLength 5")]),
-    ("maxLength removed", obj(a={**S, "maxLength": 5}), obj(a=S), [("minor", "action.a", "constraint removed: maxLength 5")]),
-    ("maximum lowered", obj(a={**I, "maximum": 6}), obj(a={**I, "maximum": 5}), [("major", "action.a", "constraint narrowed: maximum 6 → 5")]),
-    ("minimum lowered", obj(a={**I, "minimum": 0}), obj(a={**I, "minimum": -1}), [("minor", "action.a", "constraint loosened: minimum 0 → -1")]),
-    ("pattern added", obj(a=S), obj(a={**S, "pattern": "^[a-z]+$"}), [("major", "action.a", "constraint added: pattern")]),
-    ("pattern changed", obj(a={**S, "pattern": "a"}), obj(a={**S, "pattern": "b"}), [("major", "action.a", "constraint changed: pattern")]),
+    (
+        "const changed",
+        obj(a={"const": "x"}),
+        obj(a={"const": "y"}),
+        [("major", "action.a", 'removed: "x"'), ("minor", "action.a", 'added: "y"')],
+    ),
+    (
+        "minLength raised",
+        obj(a={**S, "minLength": 1}),
+        obj(a={**S, "minLength": 3}),
+        [("major", "action.a", "constraint narrowed: minLength 1 → 3")],
+    ),
+    (
+        "minLength lowered",
+        obj(a={**S, "minLength": 3}),
+        obj(a={**S, "minLength": 1}),
+        [("minor", "action.a", "constraint loosened: minLength 3 → 1")],
+    ),
+    (
+        "maxLength added",
+        obj(a=S),
+        obj(a={**S, "maxLength": 5}),
+        [("major", "action.a", "constraint added: maxLength 5")],
+    ),
+    (
+        "maxLength removed",
+        obj(a={**S, "maxLength": 5}),
+        obj(a=S),
+        [("minor", "action.a", "constraint removed: maxLength 5")],
+    ),
+    (
+        "maximum lowered",
+        obj(a={**I, "maximum": 6}),
+        obj(a={**I, "maximum": 5}),
+        [("major", "action.a", "constraint narrowed: maximum 6 → 5")],
+    ),
+    (
+        "minimum lowered",
+        obj(a={**I, "minimum": 0}),
+        obj(a={**I, "minimum": -1}),
+        [("minor", "action.a", "constraint loosened: minimum 0 → -1")],
+    ),
+    (
+        "pattern added",
+        obj(a=S),
+        obj(a={**S, "pattern": "^[a-z]+$"}),
+        [("major", "action.a", "constraint added: pattern")],
+    ),
+    (
+        "pattern changed",
+        obj(a={**S, "pattern": "a"}),
+        obj(a={**S, "pattern": "b"}),
+        [("major", "action.a", "constraint changed: pattern")],
+    ),
     ("pattern removed", obj(a={**S, "pattern": "a"}), obj(a=S), [("minor", "action.a", "constraint removed: pattern")]),
     ("format added", obj(a=S), obj(a={**S, "format": "uri"}), [("major", "action.a", "constraint added: format")]),
-    ("extra fields forbidden", obj(a=S), obj(a=S, extra={"additionalProperties": False}), [("major", "action", "additional properties no longer allowed")]),
-    ("extra fields allowed", obj(a=S, extra={"additionalProperties": False}), obj(a=S, extra={"additionalProperties": True}), [("minor", "action", "additional properties now allowed")]),
+    (
+        "extra fields forbidden",
+        obj(a=S),
+        obj(a=S, extra={"additionalProperties": False}),
+        [("major", "action", "additional properties no longer allowed")],
+    ),
+    (
+        "extra fields allowed",
+        obj(a=S, extra={"additionalProperties": False}),
+        obj(a=S, extra={"additionalProperties": True}),
+        [("minor", "action", "additional properties now allowed")],
+    ),
     (
         "nested required field added",
         obj(t=obj(("x",), x=I)),
@@ -87,15 +207,30 @@ INPUT_CASES = [
         {"$defs": {"T": obj(x={**I, "minimum": 0})}, **obj(t={"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]})},
         [("major", "action.t.x", "constraint added: minimum 0")],
     ),
-    ("array items retyped", obj(a={"type": "array", "items": S}), obj(a={"type": "array", "items": I}), [("major", "action.a[]", "retyped: string → integer")]),
-    ("array minItems added", obj(a={"type": "array", "items": S}), obj(a={"type": "array", "items": S, "minItems": 1}), [("major", "action.a", "constraint added: minItems 1")]),
+    (
+        "array items retyped",
+        obj(a={"type": "array", "items": S}),
+        obj(a={"type": "array", "items": I}),
+        [("major", "action.a[]", "retyped: string → integer")],
+    ),
+    (
+        "array minItems added",
+        obj(a={"type": "array", "items": S}),
+        obj(a={"type": "array", "items": S, "minItems": 1}),
+        [("major", "action.a", "constraint added: minItems 1")],
+    ),
     (
         "plain -> Optional keeps its constraint",
         obj(a={**S, "minLength": 1}),
         obj(a={"anyOf": [{**S, "minLength": 1}, {"type": "null"}]}),
         [("minor", "action.a", "type widened")],
     ),
-    ("unknown keyword is breaking", obj(a=S), obj(a={**S, "not": {"const": "x"}}), [("major", "action.a", "unclassified change to `not`")]),
+    (
+        "unknown keyword is breaking",
+        obj(a=S),
+        obj(a={**S, "not": {"const": "x"}}),
+        [("major", "action.a", "unclassified change to `not`")],
+    ),
     (
         "unpairable alternatives",
         obj(a={"anyOf": [obj(x=I), obj(y=I)]}),
@@ -126,7 +261,12 @@ OUTPUT_CASES = [
     ("now always present", obj(a=S), obj(("a",), a=S), [("minor", "observation.a", "field now always present")]),
     ("type widened", obj(a=I), obj(a=N), [("major", "observation.a", "type widened")]),
     ("type narrowed", obj(a=OPT_S), obj(a={**S, "default": None}), [("minor", "observation.a", "type narrowed")]),
-    ("enum value added", obj(a={**S, "enum": ["x"]}), obj(a={**S, "enum": ["x", "y"]}), [("major", "observation.a", "allowed values added")]),
+    (
+        "enum value added",
+        obj(a={**S, "enum": ["x"]}),
+        obj(a={**S, "enum": ["x", "y"]}),
+        [("major", "observation.a", "allowed values added")],
+    ),
     ("description", obj(a={**S, "description": "x"}), obj(a=S), [("patch", "observation.a", "description changed")]),
 ]
 
@@ -140,7 +280,9 @@ def test_output_schema_changes(old: dict, new: dict, expected: list) -> None:
 
 ACTION = obj(("message",), message=S, metadata={"type": "object", "additionalProperties": True})
 OBSERVATION = obj(done=B, reward={"anyOf": [N, {"type": "null"}]}, text=S)
-MCP_ACTION = obj(("type", "tool_name"), type={"const": "call_tool", "type": "string"}, tool_name=S, arguments={"type": "object"})
+MCP_ACTION = obj(
+    ("type", "tool_name"), type={"const": "call_tool", "type": "string"}, tool_name=S, arguments={"type": "object"}
+)
 
 
 def member(tag: str, required: tuple[str, ...] = (), **props: Any) -> dict[str, Any]:
@@ -154,7 +296,10 @@ def union(*members: dict[str, Any]) -> dict[str, Any]:
     return {
         "$defs": defs,
         "oneOf": [{"$ref": f"#/$defs/{name}"} for name in defs],
-        "discriminator": {"propertyName": "kind", "mapping": {m["properties"]["kind"]["const"]: f"#/$defs/{m['title']}" for m in members}},
+        "discriminator": {
+            "propertyName": "kind",
+            "mapping": {m["properties"]["kind"]["const"]: f"#/$defs/{m['title']}" for m in members},
+        },
     }
 
 
@@ -164,8 +309,12 @@ SAY = member("say", ("text",), text=S)
 
 def spec(**changes: Any) -> EnvSpec:
     base: dict[str, Any] = dict(
-        name="demo", env_id="openenv/demo", package="demo-openenv", metadata=EnvMetadata(description="A demo"),
-        action_schema=ACTION, observation_schema=OBSERVATION,
+        name="demo",
+        env_id="openenv/demo",
+        package="demo-openenv",
+        metadata=EnvMetadata(description="A demo"),
+        action_schema=ACTION,
+        observation_schema=OBSERVATION,
     )
     return EnvSpec(**{**base, **changes})
 
@@ -179,12 +328,42 @@ TOOLS = (tool("add", obj(("a", "b"), a=I, b=I), "Add two numbers"), tool("echo",
 SPEC_CASES = [
     ("nothing", spec(), spec(), None, []),
     ("version only (regen's own bump)", spec(), spec(package_version="9.9.9"), None, []),
-    ("metadata description", spec(), spec(metadata=EnvMetadata(description="Another")), "patch", [("patch", "metadata.description", "changed")]),
-    ("metadata version", spec(), spec(metadata=EnvMetadata(description="A demo", version="2")), "patch", [("patch", "metadata.version", "changed")]),
-    ("env defaults", spec(), spec(defaults=EnvDefaults(action_hint="Say hi")), "patch", [("patch", "defaults.action_hint", 'changed: "" → "Say hi"')]),
+    (
+        "metadata description",
+        spec(),
+        spec(metadata=EnvMetadata(description="Another")),
+        "patch",
+        [("patch", "metadata.description", "changed")],
+    ),
+    (
+        "metadata version",
+        spec(),
+        spec(metadata=EnvMetadata(description="A demo", version="2")),
+        "patch",
+        [("patch", "metadata.version", "changed")],
+    ),
+    (
+        "env defaults",
+        spec(),
+        spec(defaults=EnvDefaults(action_hint="Say hi")),
+        "patch",
+        [("patch", "defaults.action_hint", 'changed: "" → "Say hi"')],
+    ),
     # Identity: the package may now point at another environment.
-    ("env id", spec(), spec(env_id="openenv/chess_env"), "major", [("major", "env_id", '"openenv/demo" → "openenv/chess_env" (a different environment?)')]),
-    ("env name", spec(), spec(name="chess"), "major", [("major", "name", '"demo" → "chess" (a different environment?)')]),
+    (
+        "env id",
+        spec(),
+        spec(env_id="openenv/chess_env"),
+        "major",
+        [("major", "env_id", '"openenv/demo" → "openenv/chess_env" (a different environment?)')],
+    ),
+    (
+        "env name",
+        spec(),
+        spec(name="chess"),
+        "major",
+        [("major", "name", '"demo" → "chess" (a different environment?)')],
+    ),
     (
         "name from /metadata",
         spec(metadata=EnvMetadata(name="Connect4Environment", description="A demo")),
@@ -192,11 +371,41 @@ SPEC_CASES = [
         "major",
         [("major", "metadata.name", '"Connect4Environment" → "ChessEnvironment" (a different environment?)')],
     ),
-    ("observation field added", spec(), spec(observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, score=I)), "minor", [("minor", "observation.score", "added")]),
-    ("action field added and one removed", spec(), spec(action_schema=obj(("guess",), guess=S, metadata=ACTION["properties"]["metadata"])), "major", [("major", "action.message", "field removed"), ("major", "action.guess", "required field added")]),
-    ("typed -> MCP", spec(), spec(action_schema=MCP_ACTION, tools=TOOLS), "major", [("major", "action", "action kind changed")]),
-    ("tool added", spec(action_schema=MCP_ACTION, tools=TOOLS[:1]), spec(action_schema=MCP_ACTION, tools=TOOLS), "minor", [("minor", "tools.echo", "tool added")]),
-    ("tool removed", spec(action_schema=MCP_ACTION, tools=TOOLS), spec(action_schema=MCP_ACTION, tools=TOOLS[:1]), "major", [("major", "tools.echo", "tool removed")]),
+    (
+        "observation field added",
+        spec(),
+        spec(observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, score=I)),
+        "minor",
+        [("minor", "observation.score", "added")],
+    ),
+    (
+        "action field added and one removed",
+        spec(),
+        spec(action_schema=obj(("guess",), guess=S, metadata=ACTION["properties"]["metadata"])),
+        "major",
+        [("major", "action.message", "field removed"), ("major", "action.guess", "required field added")],
+    ),
+    (
+        "typed -> MCP",
+        spec(),
+        spec(action_schema=MCP_ACTION, tools=TOOLS),
+        "major",
+        [("major", "action", "action kind changed")],
+    ),
+    (
+        "tool added",
+        spec(action_schema=MCP_ACTION, tools=TOOLS[:1]),
+        spec(action_schema=MCP_ACTION, tools=TOOLS),
+        "minor",
+        [("minor", "tools.echo", "tool added")],
+    ),
+    (
+        "tool removed",
+        spec(action_schema=MCP_ACTION, tools=TOOLS),
+        spec(action_schema=MCP_ACTION, tools=TOOLS[:1]),
+        "major",
+        [("major", "tools.echo", "tool removed")],
+    ),
     (
         "tool description",
         spec(action_schema=MCP_ACTION, tools=TOOLS),
@@ -226,8 +435,20 @@ SPEC_CASES = [
         [("major", "tools.add.a", "retyped: integer → string")],
     ),
     # Union actions: members paired by discriminator value (else title).
-    ("union member added", spec(action_schema=union(MOVE)), spec(action_schema=union(MOVE, SAY)), "minor", [("minor", "action[say]", "union member added")]),
-    ("union member removed", spec(action_schema=union(MOVE, SAY)), spec(action_schema=union(SAY)), "major", [("major", "action[move]", "union member removed")]),
+    (
+        "union member added",
+        spec(action_schema=union(MOVE)),
+        spec(action_schema=union(MOVE, SAY)),
+        "minor",
+        [("minor", "action[say]", "union member added")],
+    ),
+    (
+        "union member removed",
+        spec(action_schema=union(MOVE, SAY)),
+        spec(action_schema=union(SAY)),
+        "major",
+        [("major", "action[move]", "union member removed")],
+    ),
     (
         "union member's field narrowed",
         spec(action_schema=union(MOVE, SAY)),
@@ -235,10 +456,34 @@ SPEC_CASES = [
         "major",
         [("major", "action[move].dx", "constraint added: maximum 1")],
     ),
-    ("union members reordered and renamed", spec(action_schema=union(MOVE, SAY)), spec(action_schema=union(SAY, {**MOVE, "title": "Step"})), None, []),
-    ("plain union (anyOf, paired by title)", spec(action_schema={"anyOf": [MOVE, SAY]}), spec(action_schema={"anyOf": [MOVE]}), "major", [("major", "action[say]", "union member removed")]),
-    ("discriminator renamed", spec(action_schema=union(MOVE, SAY)), spec(action_schema={**union(MOVE, SAY), "discriminator": {"propertyName": "op"}}), "major", [("major", "action", "discriminator changed")]),
-    ("typed action -> union holding it", spec(action_schema=MOVE), spec(action_schema=union(MOVE, SAY)), "minor", [("minor", "action[say]", "union member added")]),
+    (
+        "union members reordered and renamed",
+        spec(action_schema=union(MOVE, SAY)),
+        spec(action_schema=union(SAY, {**MOVE, "title": "Step"})),
+        None,
+        [],
+    ),
+    (
+        "plain union (anyOf, paired by title)",
+        spec(action_schema={"anyOf": [MOVE, SAY]}),
+        spec(action_schema={"anyOf": [MOVE]}),
+        "major",
+        [("major", "action[say]", "union member removed")],
+    ),
+    (
+        "discriminator renamed",
+        spec(action_schema=union(MOVE, SAY)),
+        spec(action_schema={**union(MOVE, SAY), "discriminator": {"propertyName": "op"}}),
+        "major",
+        [("major", "action", "discriminator changed")],
+    ),
+    (
+        "typed action -> union holding it",
+        spec(action_schema=MOVE),
+        spec(action_schema=union(MOVE, SAY)),
+        "minor",
+        [("minor", "action[say]", "union member added")],
+    ),
     # The reset observation: an output; absent means the step observation.
     ("reset observation served, same as the step's", spec(), spec(reset_observation_schema=OBSERVATION), None, []),
     (
@@ -250,7 +495,11 @@ SPEC_CASES = [
     ),
     (
         "reset observation no longer served, its field gone",
-        spec(reset_observation_schema=obj(("target",), done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I)),
+        spec(
+            reset_observation_schema=obj(
+                ("target",), done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I
+            )
+        ),
         spec(),
         "major",
         [("major", "reset_observation.target", "field removed")],
@@ -258,7 +507,9 @@ SPEC_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "impact", "expected"), [c[1:] for c in SPEC_CASES], ids=[c[0] for c in SPEC_CASES])
+@pytest.mark.parametrize(
+    ("old", "new", "impact", "expected"), [c[1:] for c in SPEC_CASES], ids=[c[0] for c in SPEC_CASES]
+)
 def test_spec_changes(old: EnvSpec, new: EnvSpec, impact: str | None, expected: list) -> None:
     diff = diff_specs(old, new)
     assert diff.impact == impact
@@ -298,14 +549,22 @@ def test_bump_refuses_what_is_not_semver(version: str) -> None:
 
 
 def test_value_changes_carry_the_full_old_and_new_values() -> None:
-    diff = diff_specs(spec(metadata=EnvMetadata(description="A demo")), spec(metadata=EnvMetadata(description="Another")))
+    diff = diff_specs(
+        spec(metadata=EnvMetadata(description="A demo")), spec(metadata=EnvMetadata(description="Another"))
+    )
     (change,) = diff.changes
     assert (change.old, change.new) == ("A demo", "Another")
     assert change.as_json() == {
-        "impact": "patch", "path": "metadata.description", "what": 'changed: "A demo" → "Another"',
-        "old": "A demo", "new": "Another", "warning": False,
+        "impact": "patch",
+        "path": "metadata.description",
+        "what": 'changed: "A demo" → "Another"',
+        "old": "A demo",
+        "new": "Another",
+        "warning": False,
     }
-    (enum,) = diff_schemas(obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), where="action", direction="input")
+    (enum,) = diff_schemas(
+        obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), where="action", direction="input"
+    )
     assert (enum.old, enum.new) == (["x", "y"], ["x"])
     # Structural changes have no values.
     (removed,) = diff_schemas(obj(a=S, b=S), obj(a=S), where="action", direction="input")
@@ -326,7 +585,9 @@ def test_long_texts_are_shortened_around_their_first_difference() -> None:
 
 
 def test_identity_changes_are_warnings() -> None:
-    diff = diff_specs(spec(), spec(env_id="openenv/chess_env", metadata=EnvMetadata(name="ChessEnvironment", description="A demo")))
+    diff = diff_specs(
+        spec(), spec(env_id="openenv/chess_env", metadata=EnvMetadata(name="ChessEnvironment", description="A demo"))
+    )
     assert diff.impact == "major"
     assert diff.warnings == [
         'env_id: changed: "openenv/demo" → "openenv/chess_env" (a different environment?)',
@@ -341,7 +602,12 @@ def test_identity_changes_are_warnings() -> None:
 # (FastMCP 3.1.1): the whole docstring as the description, the argument undescribed ...
 ECHO_MESSAGE_FASTMCP_3_1 = tool(
     "echo_message",
-    {"additionalProperties": False, "properties": {"message": {"type": "string"}}, "required": ["message"], "type": "object"},
+    {
+        "additionalProperties": False,
+        "properties": {"message": {"type": "string"}},
+        "required": ["message"],
+        "type": "object",
+    },
     "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\n"
     "Returns:\n    The same message that was provided",
 )
@@ -362,7 +628,10 @@ def _mcp(*tools: ToolSpec) -> EnvSpec:
     return spec(action_schema=MCP_ACTION, tools=tools)
 
 
-@pytest.mark.parametrize("old, new", [(ECHO_MESSAGE_FASTMCP_3_4, ECHO_MESSAGE_FASTMCP_3_1), (ECHO_MESSAGE_FASTMCP_3_1, ECHO_MESSAGE_FASTMCP_3_4)])
+@pytest.mark.parametrize(
+    "old, new",
+    [(ECHO_MESSAGE_FASTMCP_3_4, ECHO_MESSAGE_FASTMCP_3_1), (ECHO_MESSAGE_FASTMCP_3_1, ECHO_MESSAGE_FASTMCP_3_4)],
+)
 def test_the_same_tool_rendered_by_another_fastmcp_version_is_no_drift(old: ToolSpec, new: ToolSpec) -> None:
     assert not diff_specs(_mcp(old), _mcp(new))
 
@@ -372,15 +641,21 @@ def test_a_real_summary_change_is_reported_with_its_text_across_fastmcp_versions
         update={"description": ECHO_MESSAGE_FASTMCP_3_1.description.replace("the provided message", "the given text")}
     )
     diff = diff_specs(_mcp(ECHO_MESSAGE_FASTMCP_3_4), _mcp(changed))
-    assert diff.lines() == ['patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."']
+    assert diff.lines() == [
+        'patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."'
+    ]
 
 
 def test_a_real_argument_text_change_is_reported_across_fastmcp_versions() -> None:
     changed = ECHO_MESSAGE_FASTMCP_3_1.model_copy(
-        update={"description": ECHO_MESSAGE_FASTMCP_3_1.description.replace("The message to echo back", "What to repeat")}
+        update={
+            "description": ECHO_MESSAGE_FASTMCP_3_1.description.replace("The message to echo back", "What to repeat")
+        }
     )
     diff = diff_specs(_mcp(ECHO_MESSAGE_FASTMCP_3_4), _mcp(changed))
-    assert diff.lines() == ['patch  tools.echo_message.message: description changed: "The message to echo back" → "What to repeat"']
+    assert diff.lines() == [
+        'patch  tools.echo_message.message: description changed: "The message to echo back" → "What to repeat"'
+    ]
 
 
 @pytest.mark.parametrize(
@@ -388,10 +663,22 @@ def test_a_real_argument_text_change_is_reported_across_fastmcp_versions() -> No
     [
         ("Echo it.", "Echo it.", {}),
         ("  Echo\n  it.  ", "Echo it.", {}),
-        ("Go.\n\nArgs:\n    a (int): alpha\n        more alpha\n    b: beta\n\nRaises:\n    ValueError: never", "Go.", {"a": "alpha more alpha", "b": "beta"}),
-        ("Add.\n\nParameters\n----------\na : int\n    First\n    number.\nb : int\n    Second.\n\nReturns\n-------\nint\n", "Add.", {"a": "First number.", "b": "Second."}),
+        (
+            "Go.\n\nArgs:\n    a (int): alpha\n        more alpha\n    b: beta\n\nRaises:\n    ValueError: never",
+            "Go.",
+            {"a": "alpha more alpha", "b": "beta"},
+        ),
+        (
+            "Add.\n\nParameters\n----------\na : int\n    First\n    number.\nb : int\n    Second.\n\nReturns\n-------\nint\n",
+            "Add.",
+            {"a": "First number.", "b": "Second."},
+        ),
         ("Do it.\n:param x: the x\n   value\n:returns: y", "Do it.", {"x": "the x value"}),
-        ("Keep: colons in prose.\nArgs here are not a section.", "Keep: colons in prose. Args here are not a section.", {}),
+        (
+            "Keep: colons in prose.\nArgs here are not a section.",
+            "Keep: colons in prose. Args here are not a section.",
+            {},
+        ),
     ],
     ids=["plain", "whitespace", "google", "numpy", "sphinx", "prose"],
 )

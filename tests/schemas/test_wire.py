@@ -279,7 +279,7 @@ def test_an_mcp_env_has_its_tools_listed(form: str, served: tuple[str, Script]) 
     script.replies["/mcp"] = data({"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}})
     interface = read(form, url)
     assert interface.tools == TOOLS
-    (method, path, request), = [seen for seen in script.seen if seen[1] == "/mcp"]
+    ((method, path, request),) = [seen for seen in script.seen if seen[1] == "/mcp"]
     assert (method, json.loads(request)) == ("POST", wire.TOOLS_LIST)
 
 
@@ -316,8 +316,10 @@ def test_a_schema_without_action_and_observation_is_refused(form: str, schema: A
         ({"jsonrpc": "2.0", "id": 1, "result": {"tools": {"add": {}}}}, "tools/list returned no tool list"),
         ({"jsonrpc": "2.0", "id": 1, "result": {"tools": ["add"]}}, "tools/list returned no tool list"),
         ([TOOLS], "tools/list returned no tool list"),
-        ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}},
-         "tools/list failed: Method not found"),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}},
+            "tools/list failed: Method not found",
+        ),
     ],
     ids=["no-tools", "null-result", "tools-not-a-list", "tool-not-an-object", "not-an-object", "json-rpc-error"],
 )

@@ -94,7 +94,13 @@ def source_commit(checkout: Path, given: str | None) -> str:
 
 
 def capture_env(
-    env: EnvFolder, out: Path, *, commit: str, timeout: float, logs: Path, catalog_toml: Path = CATALOG_TOML,
+    env: EnvFolder,
+    out: Path,
+    *,
+    commit: str,
+    timeout: float,
+    logs: Path,
+    catalog_toml: Path = CATALOG_TOML,
     interpreters: dict[str, str] | None = None,
 ) -> list[str]:
     """Start, record and stop one env into `out/<env folder>`; raises on failure (and
@@ -153,7 +159,7 @@ def _short(reason: str, width: int = 300) -> str:
     if len(reason) <= width:
         return reason
     what = reason.split(": ", 1)[0][:80]
-    return f"{what}: ... {reason[-(width - len(what) - 6):]}"
+    return f"{what}: ... {reason[-(width - len(what) - 6) :]}"
 
 
 def load_index(out: Path) -> dict[str, Any]:

@@ -6,10 +6,9 @@ so the list shows the fields and tools its package's models will have.
 
 from __future__ import annotations
 
-from openenvgen_schemas.normalise import union_members
-
 from openenvgen.catalog.reader import entries
 from openenvgen.spec import build_spec
+from openenvgen_schemas.normalise import union_members
 
 
 def catalog_json() -> dict:
@@ -22,25 +21,31 @@ def catalog_json() -> dict:
     for entry in entries().values():
         spec = build_spec(entry.interface(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
         members = None if spec.is_mcp else union_members(spec.action_schema)
-        envs.append({
-            "name": entry.name,
-            "env_id": entry.env_id,
-            "package": spec.package,
-            "action": "mcp" if spec.is_mcp else "union" if members else "typed",
-            "fields": None if spec.is_mcp or members else _field_list(spec.action_schema, skip_metadata=True),
-            "tools": [
-                {
-                    "name": t.name,
-                    "description": t.description,
-                    "arguments": _field_list(t.input_schema, skip_metadata=False),
-                }
-                for t in spec.tools or ()
-            ] if spec.is_mcp else None,
-            "members": [
-                {"key": m.key, "fields": _field_list(_without(m.schema, m.tag_property), skip_metadata=True)}
-                for m in members
-            ] if members else None,
-        })
+        envs.append(
+            {
+                "name": entry.name,
+                "env_id": entry.env_id,
+                "package": spec.package,
+                "action": "mcp" if spec.is_mcp else "union" if members else "typed",
+                "fields": None if spec.is_mcp or members else _field_list(spec.action_schema, skip_metadata=True),
+                "tools": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "arguments": _field_list(t.input_schema, skip_metadata=False),
+                    }
+                    for t in spec.tools or ()
+                ]
+                if spec.is_mcp
+                else None,
+                "members": [
+                    {"key": m.key, "fields": _field_list(_without(m.schema, m.tag_property), skip_metadata=True)}
+                    for m in members
+                ]
+                if members
+                else None,
+            }
+        )
     return {"envs": envs}
 
 

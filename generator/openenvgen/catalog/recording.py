@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json
 
 from openenvgen.catalog.reader import CATALOG_TOML, entry_captured_from
 from openenvgen.catalog.seed_check import measure_seed
 from openenvgen.catalog.validation import record_rulings
 from openenvgen.catalog.ws_session import WSSession
+from openenvgen_schemas.modeldiff import is_mcp_action
+from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json
 
 SEED_FILE = "seed.json"
 RULINGS_FILE = "validation.json"

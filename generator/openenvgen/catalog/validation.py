@@ -27,13 +27,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
-from openenvgen_schemas.wire import health
 
 from openenvgen.catalog.ws_session import WSSession
+from openenvgen_schemas.wire import health
 
 VALID = 24
 """Valid actions drawn per env."""

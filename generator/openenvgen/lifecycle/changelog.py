@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from openenvgen_schemas import modeldiff
-from openenvgen_schemas.normalise import union_members
-
 from openenvgen import __version__
 from openenvgen.lifecycle.upstream import Upstream
 from openenvgen.spec import EnvSpec
+from openenvgen_schemas import modeldiff
+from openenvgen_schemas.normalise import union_members
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_MARKER = "<!-- openenv-gen:changelog -->"

@@ -118,12 +118,14 @@ def check_json(roots: list[Path], drifts: Iterable[Any] | None = None) -> dict[s
     for root in roots:
         differences = diff_package(root)
         drift = by_root.get(root)
-        packages.append({
-            "path": str(root),
-            "up_to_date": not differences,
-            "files": [d.as_json() for d in differences],
-            "upstream": drift.as_json() if drift is not None else None,
-        })
+        packages.append(
+            {
+                "path": str(root),
+                "up_to_date": not differences,
+                "files": [d.as_json() for d in differences],
+                "upstream": drift.as_json() if drift is not None else None,
+            }
+        )
     drifted = any(d.drifted for d in by_root.values())
     stale = any(not p["up_to_date"] for p in packages)
     return {"exit_code": 2 if drifted else 1 if stale else 0, "packages": packages}

@@ -123,9 +123,16 @@ def upload(file: Path, target: Target) -> bool:
     """
     result = _run(
         [
-            sys.executable, "-m", "twine", "--no-color", "upload",
-            "--verbose", "--non-interactive", "--disable-progress-bar",
-            *target.twine_args, str(file),
+            sys.executable,
+            "-m",
+            "twine",
+            "--no-color",
+            "upload",
+            "--verbose",
+            "--non-interactive",
+            "--disable-progress-bar",
+            *target.twine_args,
+            str(file),
         ],
         timeout=UPLOAD_TIMEOUT,
         what=f"uploading {file.name}",

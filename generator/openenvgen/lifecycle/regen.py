@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from openenvgen_schemas import modeldiff
-
 from openenvgen import __version__
 from openenvgen.build.on_disk import SnapshotError, load_spec
 from openenvgen.build.render import LOCK_FILE, render_package
@@ -28,6 +26,7 @@ from openenvgen.errors import SchemaError
 from openenvgen.lifecycle.changelog import CHANGELOG, CUSTOM_MODULE, add_changelog_entry, changelog_entry, stale_hooks
 from openenvgen.lifecycle.check import diff_package
 from openenvgen.lifecycle.upstream import Upstream, upstream_spec
+from openenvgen_schemas import modeldiff
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from openenvgen_schemas import modeldiff
-
 from openenvgen import sources
 from openenvgen.build.on_disk import SnapshotError, load_spec, read_lock
 from openenvgen.build.render import LOCK_FILE
 from openenvgen.errors import UsageError
 from openenvgen.spec import EnvSpec, ServerInterface, build_spec
+from openenvgen_schemas import modeldiff
 
 
 @dataclass(frozen=True)

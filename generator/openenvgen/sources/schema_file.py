@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from openenvgen_schemas.wire import NonStandardJSON, interface_schemas, strict_json
-
 from openenvgen.errors import SchemaError, SourceError, UsageError
 from openenvgen.spec import ServerInterface
+from openenvgen_schemas.wire import NonStandardJSON, interface_schemas, strict_json
 
 
 def from_schema_file(path: Path) -> ServerInterface:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.wire import WireError, get_json, read_interface
-
 from openenvgen.errors import GenError, SchemaError, SourceError, UsageError
 from openenvgen.spec import ServerInterface
+from openenvgen_schemas.modeldiff import is_mcp_action
+from openenvgen_schemas.wire import WireError, get_json, read_interface
 
 TIMEOUT_S = 10.0
 """Seconds each request to the server may take (`--timeout`)."""

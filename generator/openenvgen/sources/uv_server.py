@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openenvgen.errors import UsageError
 from openenvgen_schemas.processes import find_uv, stop_process_group
 from openenvgen_schemas.wire import NotHealthy, wait_healthy
-
-from openenvgen.errors import UsageError
 
 START_TIMEOUT_S = 900.0
 """The first start of an env runs its `uv sync`, which downloads its dependencies."""

@@ -145,7 +145,16 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lines: list[str] = []
     # The guess env's `python = "<this version>"` is found through the --python mapping.
     interpreters = {PYTHON: sys.executable}
-    index = run_capture(checkout, out=out, commit=COMMIT, timeout=300, catalog_dir=data, jobs=2, interpreters=interpreters, echo=lines.append)
+    index = run_capture(
+        checkout,
+        out=out,
+        commit=COMMIT,
+        timeout=300,
+        catalog_dir=data,
+        jobs=2,
+        interpreters=interpreters,
+        echo=lines.append,
+    )
     return {"index": index, "out": out, "data": data, "checkout": checkout, "lines": lines}
 
 
@@ -189,7 +198,11 @@ def test_recording_holds_the_servers_replies_and_the_catalog_episode(captured: d
         ("right", 1.0, True),
     ]
     source = json.loads((folder / "source.json").read_text())
-    assert (source["commit"], source["env_dir"], source["app"]) == (COMMIT, "envs/guess_env", "guess_env.server.app:app")
+    assert (source["commit"], source["env_dir"], source["app"]) == (
+        COMMIT,
+        "envs/guess_env",
+        "guess_env.server.app:app",
+    )
     assert source["versions"]["openenv"] == "0.10.0"  # as the env's pyproject pins it
 
 
@@ -242,7 +255,10 @@ def test_cli_refuses_an_unknown_run_setting_and_a_bad_interpreter(tmp_path: Path
     (checkout / "envs" / "x_env" / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     done = _cli("capture", str(checkout), "--commit", COMMIT, "--python", "3.12", "--out", str(tmp_path / "out"))
     assert done.returncode == 64
-    assert done.stderr.strip() == "openenv-gen: error: --python '3.12': expected VERSION=PATH, e.g. 3.12=/usr/bin/python3.12"
+    assert (
+        done.stderr.strip()
+        == "openenv-gen: error: --python '3.12': expected VERSION=PATH, e.g. 3.12=/usr/bin/python3.12"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -259,8 +275,14 @@ def test_seed_verdicts_tell_an_env_without_randomness_from_one_that_drops_the_se
     # The catalog keeps the verdicts, with a line for people.
     seeding = json.loads((captured["data"] / "seeding.json").read_text())
     assert seeding["dice"]["verdict"] == "not_reproducible"
-    assert seeding["dice"]["summary"] == "3 sessions reset with seed 0 differed over the reset and 1 step, at reset.observation.roll"
-    assert seeding["guess"]["summary"] == "3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps"
+    assert (
+        seeding["dice"]["summary"]
+        == "3 sessions reset with seed 0 differed over the reset and 1 step, at reset.observation.roll"
+    )
+    assert (
+        seeding["guess"]["summary"]
+        == "3 sessions reset with seed 0 and 2 with seeds 1 and 2 played the same episode over the reset and 2 steps"
+    )
     assert guess["evidence"]["sessions"] == [3, 2]
 
 
@@ -268,7 +290,10 @@ def test_validation_rulings_are_what_the_server_did(captured: dict[str, Any]) ->
     record = json.loads((captured["out"] / "guess_env" / "validation.json").read_text())
     cases = record["cases"]
     assert record["endpoint"] == "POST /step"
-    assert (record["accepted"], record["rejected"]) == (sum(c["accepted"] is True for c in cases), sum(c["accepted"] is False for c in cases))
+    assert (record["accepted"], record["rejected"]) == (
+        sum(c["accepted"] is True for c in cases),
+        sum(c["accepted"] is False for c in cases),
+    )
     assert record["accepted"] >= 10 and record["rejected"] >= 5
     # Each ruling agrees with the env's own model (GuessAction: `guess: int`, extra fields
     # forbidden, as openenv's Action is): the server's answers were recorded, not guessed.
@@ -298,7 +323,9 @@ def test_validation_rulings_are_what_the_server_did(captured: dict[str, Any]) ->
     assert raised and stepped
     for case in raised:
         assert case["accepted"] is False, case
-        assert case["errors"] == [{"type": "raised", "loc": None, "msg": "TypeError: stop must be a JSON boolean, not a string"}]
+        assert case["errors"] == [
+            {"type": "raised", "loc": None, "msg": "TypeError: stop must be a JSON boolean, not a string"}
+        ]
     assert all(c["accepted"] is True and c["status"] == 500 for c in stepped), stepped
     # Sampling is derandomised: the same schema gives the same actions.
     from openenvgen.catalog.validation import sample_actions
@@ -315,7 +342,9 @@ def test_replay_of_the_capture_speaks_like_the_env(captured: dict[str, Any]) -> 
 
 
 def test_with_source_replaces_only_the_source_table() -> None:
-    text = '# head\n\n[source]  # where from\nrepo = "a/b"\ncommit = "old"\n\n# the envs\n[envs.x]\nenv_folder = "x_env"\n'
+    text = (
+        '# head\n\n[source]  # where from\nrepo = "a/b"\ncommit = "old"\n\n# the envs\n[envs.x]\nenv_folder = "x_env"\n'
+    )
     assert with_source(text, "a/b", "new") == text.replace('"old"', '"new"')
     # A catalog without one gets the table; its entries stay as they were.
     added = with_source('# head\n[envs.x]\nenv_folder = "x"\n', "a/b", "c")
@@ -441,13 +470,24 @@ def test_seed_verdicts_from_traces() -> None:
     assert verdict(a, a_again, a_again, seed=0, other_seed=1)["verdict"] == "deterministic"
     result = verdict(a, b, a, seed=0, other_seed=1)
     assert result["verdict"] == "not_reproducible"
-    assert result["evidence"]["same_seed_differs_at"] == ["reset.observation.board", "reset.state.secret", "step 1.observation.board", "step 1.state.secret"]
+    assert result["evidence"]["same_seed_differs_at"] == [
+        "reset.observation.board",
+        "reset.state.secret",
+        "step 1.observation.board",
+        "step 1.state.secret",
+    ]
     # A reset that did not start an episode: no verdict on seeding.
     failed = [("reset", {"error": "EXECUTION_ERROR"}), ("reset.state", {})]
-    assert verdict(failed, failed, failed, seed=0, other_seed=1)["evidence"]["reason"] == "the reset answered EXECUTION_ERROR"
+    assert (
+        verdict(failed, failed, failed, seed=0, other_seed=1)["evidence"]["reason"]
+        == "the reset answered EXECUTION_ERROR"
+    )
     sandbox = [("reset", {"observation": {"metadata": {"error": "E2B_API_KEY is not set."}}, "done": True})]
     result = verdict(sandbox, sandbox, sandbox, seed=0, other_seed=1)
-    assert (result["verdict"], result["evidence"]["reason"]) == ("unmeasured", "the reset's observation reports an error: E2B_API_KEY is not set.")
+    assert (result["verdict"], result["evidence"]["reason"]) == (
+        "unmeasured",
+        "the reset's observation reports an error: E2B_API_KEY is not set.",
+    )
 
 
 def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> None:
@@ -456,7 +496,7 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
     _env(tmp_path, "locked_env", "app = None\n")
     env = env_folders(tmp_path, ["locked_env"])[0]
     (env.path / "uv.lock").write_text(
-        'version = 1\n'
+        "version = 1\n"
         '[[package]]\nname = "mujoco"\nversion = "3.8.0"\nsource = { registry = "https://pypi.org/simple" }\n'
         '[[package]]\nname = "dm-control"\nversion = "1.0.40"\nsource = { registry = "https://pypi.org/simple" }\n'
         '[[package]]\nname = "openenv"\nversion = "0.3.2.dev0"\nsource = { registry = "https://pypi.org/simple" }\n'
@@ -464,7 +504,9 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
         '[[package]]\nname = "numpy"\nversion = "2.4.4"\nsource = { registry = "https://pypi.org/simple" }\n'
         '[[package]]\nname = "openenv-locked-env"\nversion = "0.1.0"\nsource = { editable = "." }\n'
     )
-    wrapper = tomllib.loads((override_project(env, ("openenv[core]>=0.2.2",), tmp_path / "w") / "pyproject.toml").read_text())
+    wrapper = tomllib.loads(
+        (override_project(env, ("openenv[core]>=0.2.2",), tmp_path / "w") / "pyproject.toml").read_text()
+    )
     # openenv is overridden, numpy is locked per Python version, the env is the dependency itself.
     assert wrapper["tool"]["uv"]["constraint-dependencies"] == ["dm-control==1.0.40", "mujoco==3.8.0"]
     assert wrapper["tool"]["uv"]["override-dependencies"] == ["openenv[core]>=0.2.2"]
@@ -474,6 +516,9 @@ def test_times_an_env_measures_are_not_a_seed_difference() -> None:
     from openenvgen.catalog.seed_check import verdict
 
     def trace(took: float, board: str) -> list[tuple[str, Any]]:
-        return [("reset", {"observation": {"board": board, "result": {"execution_time": took}}}), ("reset.state", {"total_execution_time": took})]
+        return [
+            ("reset", {"observation": {"board": board, "result": {"execution_time": took}}}),
+            ("reset.state", {"total_execution_time": took}),
+        ]
 
     assert verdict(trace(0.1, "a"), trace(0.3, "a"), trace(0.2, "b"), seed=0, other_seed=1)["verdict"] == "reproducible"

@@ -121,7 +121,10 @@ def test_every_catalog_env_has_a_seed_verdict_with_its_evidence() -> None:
             assert evidence["points"] >= 1, name
             # not_reproducible rests on where two same-seed sessions differed; the others on none.
             assert bool(evidence["same_seed_differs_at"]) == (seed["verdict"] == "not_reproducible"), name
-            assert bool(evidence["other_seed_differs_at"]) == (seed["verdict"] != "deterministic") or seed["verdict"] == "not_reproducible", name
+            assert (
+                bool(evidence["other_seed_differs_at"]) == (seed["verdict"] != "deterministic")
+                or seed["verdict"] == "not_reproducible"
+            ), name
         # The generated package carries the verdict: the catalog spec's defaults.
         assert catalog.lookup(name).defaults.seed_verdict == seed["verdict"]
 
@@ -143,8 +146,13 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
         assert env["package"] == f"{env['name'].replace('_', '-')}-openenv"
     by_name = {env["name"]: env for env in envs}
     assert by_name["wordle"] == {
-        "name": "wordle", "env_id": "openenv/wordle", "package": "wordle-openenv", "action": "typed",
-        "fields": [{"name": "message", "type": "string", "required": True}], "tools": None, "members": None,
+        "name": "wordle",
+        "env_id": "openenv/wordle",
+        "package": "wordle-openenv",
+        "action": "typed",
+        "fields": [{"name": "message", "type": "string", "required": True}],
+        "tools": None,
+        "members": None,
         "seed": {"verdict": catalog.seeding()["wordle"]["verdict"], "summary": catalog.seeding()["wordle"]["summary"]},
         "no_episode": None,
     }
@@ -166,10 +174,12 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
             shown = ", ".join(f"{f['name']}{'' if f['required'] else '?'}: {f['type']}" for f in env["fields"])
         elif kind == "union":
             shown = " | ".join(
-                f"{m['key']}({', '.join(f['name'] + ('' if f['required'] else '?') for f in m['fields'])})" for m in env["members"]
+                f"{m['key']}({', '.join(f['name'] + ('' if f['required'] else '?') for f in m['fields'])})"
+                for m in env["members"]
             )
         else:
             shown = ", ".join(
-                f"{t['name']}({', '.join(a['name'] + ('' if a['required'] else '?') for a in t['arguments'])})" for t in env["tools"]
+                f"{t['name']}({', '.join(a['name'] + ('' if a['required'] else '?') for a in t['arguments'])})"
+                for t in env["tools"]
             )
         assert shown == detail

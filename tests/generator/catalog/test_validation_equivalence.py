@@ -67,7 +67,9 @@ def test_every_captured_env_has_server_rulings() -> None:
 
 
 @pytest.mark.parametrize("env_dir", CAPTURED)
-def test_generated_model_accepts_exactly_what_the_server_accepted(env_dir: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_generated_model_accepts_exactly_what_the_server_accepted(
+    env_dir: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     record = _rulings(env_dir)
     rulings = [c for c in record["cases"] if c["accepted"] is not None]
     assert rulings, f"{env_dir}: no server ruling recorded ({record['notes']})"
@@ -79,11 +81,17 @@ def test_generated_model_accepts_exactly_what_the_server_accepted(env_dir: str, 
     model = _action_model(spec, tmp_path_factory.mktemp(env_dir))
     assert equivalent(model.model_json_schema(), spec.action_schema)
     disagreements = [
-        {"action": c["action"], "server": "accepted" if c["accepted"] else c.get("errors"), "generated": not c["accepted"]}
+        {
+            "action": c["action"],
+            "server": "accepted" if c["accepted"] else c.get("errors"),
+            "generated": not c["accepted"],
+        }
         for c in rulings
         if _accepts(model, c["action"]) != c["accepted"]
     ]
-    assert disagreements == [], f"{env_dir}: {len(disagreements)} of {len(rulings)} rulings differ, e.g. {disagreements[:3]}"
+    assert disagreements == [], (
+        f"{env_dir}: {len(disagreements)} of {len(rulings)} rulings differ, e.g. {disagreements[:3]}"
+    )
 
 
 def test_mcp_tool_argument_models_equivalent(mcp_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -17,8 +17,8 @@ import pytest
 
 from openenvgen import sources
 from openenvgen.build.marked import BEGIN_MARKER, END_MARKER, merge_marked, split_marked
-from openenvgen.lifecycle.check import diff_package
 from openenvgen.build.render import LOCK_FILE
+from openenvgen.lifecycle.check import diff_package
 from openenvgen_testsupport.generating import file_tree, gen
 from openenvgen_testsupport.paths import GENERATED, OPENENV_GEN
 
@@ -123,7 +123,9 @@ def test_extra_files_that_look_generated_are_flagged_user_files_are_not(pkg: Pat
     result = check(str(pkg))
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if line.startswith(f"{pkg}: ")]
-    assert lines == [f"{pkg}: extra: wordle_openenv/models_v2.py (carries the generated header but is not in {LOCK_FILE})"]
+    assert lines == [
+        f"{pkg}: extra: wordle_openenv/models_v2.py (carries the generated header but is not in {LOCK_FILE})"
+    ]
     (module / "models_v2.py").unlink()
     assert check(str(pkg)).returncode == 0
 
@@ -274,7 +276,15 @@ def test_upstream_from_a_saved_capture(grid_pkg: Path, grid_server: str, tmp_pat
 def test_base_urls_per_package(grid_pkg: Path, grid_server: str, wordle_server: str, tmp_path: Path) -> None:
     wordle = tmp_path / "wordle-live"
     assert gen("wordle", "--base-url", wordle_server, "--out", str(wordle), "--no-scaffold").returncode == 0
-    result = check(str(grid_pkg), str(wordle), "--upstream", "--base-url", f"grid={grid_server}", "--base-url", f"wordle-live={wordle_server}")
+    result = check(
+        str(grid_pkg),
+        str(wordle),
+        "--upstream",
+        "--base-url",
+        f"grid={grid_server}",
+        "--base-url",
+        f"wordle-live={wordle_server}",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("no upstream drift") == 2
     # One URL for two packages is ambiguous; a package without a URL is an error.
@@ -399,13 +409,24 @@ def test_a_changed_description_is_reported_old_to_new(echo_pkg: Path) -> None:
     assert as_json.returncode == 2
     (package,) = json.loads(as_json.stdout)["packages"]
     assert package["upstream"] == {
-        "source": str(url), "drift": True, "impact": "patch", "version": "0.1.0", "next_version": "0.1.1",
-        "warnings": [], "notes": [], "error": None,
-        "changes": [{
-            "impact": "patch", "path": "tools.echo_message",
-            "what": 'description changed: "Echo back the provided message." → "Echo back the given text."',
-            "old": "Echo back the provided message.", "new": "Echo back the given text.", "warning": False,
-        }],
+        "source": str(url),
+        "drift": True,
+        "impact": "patch",
+        "version": "0.1.0",
+        "next_version": "0.1.1",
+        "warnings": [],
+        "notes": [],
+        "error": None,
+        "changes": [
+            {
+                "impact": "patch",
+                "path": "tools.echo_message",
+                "what": 'description changed: "Echo back the provided message." → "Echo back the given text."',
+                "old": "Echo back the provided message.",
+                "new": "Echo back the given text.",
+                "warning": False,
+            }
+        ],
     }
 
 
@@ -421,7 +442,10 @@ def test_another_environment_is_major_and_says_so(tmp_path: Path) -> None:
     assert f"{connect4}: upstream drift (major; regen would make 0.1.0 → 1.0.0)" in result.stdout
     warning = f'{connect4}: warning: metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)'
     assert warning in result.stdout.splitlines()
-    assert '  major  metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)' in result.stdout
+    assert (
+        '  major  metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)'
+        in result.stdout
+    )
     # Descriptions show both texts, shortened.
     description = next(line for line in result.stdout.splitlines() if "patch  action: description changed" in line)
     assert '"Action for Connect4 environment.' in description and '→ "Action for Chess environment.' in description
@@ -458,8 +482,15 @@ def test_json_without_drift(grid_pkg: Path, grid_server: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     (package,) = json.loads(result.stdout)["packages"]
     assert package["upstream"] == {
-        "source": grid_server, "drift": False, "impact": None, "version": "0.1.0", "next_version": "0.1.0",
-        "warnings": [], "changes": [], "notes": [], "error": None,
+        "source": grid_server,
+        "drift": False,
+        "impact": None,
+        "version": "0.1.0",
+        "next_version": "0.1.0",
+        "warnings": [],
+        "changes": [],
+        "notes": [],
+        "error": None,
     }
 
 

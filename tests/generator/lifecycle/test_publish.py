@@ -78,11 +78,25 @@ def pypiserver(root: Path) -> Iterator[Index]:
     log = (root / "pypiserver.log").open("w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port),
-            "-P", str(root / "htpasswd"), "-a", "update", "--disable-fallback",
-            "--backend", "simple-dir", str(packages),
+            sys.executable,
+            "-m",
+            "pypiserver",
+            "run",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-P",
+            str(root / "htpasswd"),
+            "-a",
+            "update",
+            "--disable-fallback",
+            "--backend",
+            "simple-dir",
+            str(packages),
         ],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -133,7 +147,10 @@ def publish(*args: str, home: Path, credentials: bool = True) -> subprocess.Comp
         env.update(TWINE_USERNAME=USER, TWINE_PASSWORD=PASSWORD)
     result = subprocess.run(
         [OPENENV_GEN, "publish", *args, "--no-build-isolation"],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert PASSWORD not in result.stdout + result.stderr
     return result
@@ -174,7 +191,9 @@ def fresh_venv(root: Path) -> Path:
     python = root / "venv" / "bin" / "python"
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     deps = root / "project-deps"
     deps.mkdir()
@@ -219,7 +238,11 @@ print(json.dumps({
 def test_publish_install_from_the_index_and_republish(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
     everything = SCHEMAS_FILES | RUNTIME_FILES | WORDLE_FILES
     first = publish(
-        str(sources["wordle"]), str(sources["runtime"]), str(sources["schemas"]), "--repository-url", index.url,
+        str(sources["wordle"]),
+        str(sources["runtime"]),
+        str(sources["schemas"]),
+        "--repository-url",
+        index.url,
         home=tmp_path / "home",
     )
     assert first.returncode == 0, first.stdout + first.stderr
@@ -233,14 +256,34 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     # A fresh venv installs wordle-openenv from the local index and pulls the runtime through its metadata.
     python = fresh_venv(tmp_path / "fresh")
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-cache-dir",
-         "--index-url", index.simple, "wordle-openenv"],
-        capture_output=True, text=True, env=pip_isolated_env(), timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-cache-dir",
+            "--index-url",
+            index.simple,
+            "wordle-openenv",
+        ],
+        capture_output=True,
+        text=True,
+        env=pip_isolated_env(),
+        timeout=600,
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    assert "Successfully installed openenvgen-runtime-0.1.0 openenvgen-schemas-0.1.0 wordle-openenv-0.1.0" in install.stdout, install.stdout
+    assert (
+        "Successfully installed openenvgen-runtime-0.1.0 openenvgen-schemas-0.1.0 wordle-openenv-0.1.0"
+        in install.stdout
+    ), install.stdout
     probe = subprocess.run(
-        [str(python), "-c", PROBE], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        [str(python), "-c", PROBE],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
     assert probe.returncode == 0, probe.stderr
@@ -257,7 +300,11 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     # Again: every file is already there, nothing is uploaded, and that is a success.
     before = index.files()
     again = publish(
-        str(sources["schemas"]), str(sources["runtime"]), str(sources["wordle"]), "--repository-url", index.url,
+        str(sources["schemas"]),
+        str(sources["runtime"]),
+        str(sources["wordle"]),
+        "--repository-url",
+        index.url,
         home=tmp_path / "home",
     )
     assert again.returncode == 0, again.stdout + again.stderr
@@ -298,15 +345,25 @@ def test_a_conflict_on_upload_is_a_skip(sources: dict[str, Path], tmp_path: Path
         )
         assert again.returncode == 0, again.stdout + again.stderr
         assert lines(again, "uploaded ") == []
-        assert sorted(lines(again, "skipped ")) == sorted(f"skipped {f}: the index already has it" for f in RUNTIME_FILES)
+        assert sorted(lines(again, "skipped ")) == sorted(
+            f"skipped {f}: the index already has it" for f in RUNTIME_FILES
+        )
         assert full.files() == before
 
 
-def test_dry_run_uploads_nothing_and_needs_no_credentials(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
+def test_dry_run_uploads_nothing_and_needs_no_credentials(
+    index: Index, sources: dict[str, Path], tmp_path: Path
+) -> None:
     dist = tmp_path / "dist"
     result = publish(
-        str(sources["runtime"]), "--repository-url", index.url, "--dry-run", "--dist-dir", str(dist),
-        home=tmp_path / "home", credentials=False,
+        str(sources["runtime"]),
+        "--repository-url",
+        index.url,
+        "--dry-run",
+        "--dist-dir",
+        str(dist),
+        home=tmp_path / "home",
+        credentials=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(lines(result, "would upload ")) == sorted(f"would upload {f} to {index.url}" for f in RUNTIME_FILES)
@@ -337,7 +394,9 @@ def test_a_repository_twine_does_not_know(sources: dict[str, Path], tmp_path: Pa
     """A ~/.pypirc section missing from `[distutils] index-servers` is unknown to twine, so to us."""
     home = tmp_path / "home"
     home.mkdir()
-    (home / ".pypirc").write_text(f"[local]\nrepository = http://127.0.0.1:9/\nusername = {USER}\npassword = {PASSWORD}\n")
+    (home / ".pypirc").write_text(
+        f"[local]\nrepository = http://127.0.0.1:9/\nusername = {USER}\npassword = {PASSWORD}\n"
+    )
     result = publish(str(sources["runtime"]), "--repository", "local", home=home, credentials=False)
     assert_failed(result, 64, "--repository local", "Missing 'local' section")
     assert "built " not in result.stdout
@@ -351,7 +410,9 @@ def test_unreachable_index(sources: dict[str, Path], tmp_path: Path) -> None:
 
 def test_credentials_in_the_url_are_never_printed(sources: dict[str, Path], tmp_path: Path) -> None:
     url = f"http://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/"
-    result = publish(str(sources["runtime"]), "--repository-url", url, home=tmp_path / "home")  # asserts PASSWORD absent
+    result = publish(
+        str(sources["runtime"]), "--repository-url", url, home=tmp_path / "home"
+    )  # asserts PASSWORD absent
     assert_failed(result, 69, "***@127.0.0.1")
 
 
@@ -388,7 +449,9 @@ def test_rejected_upload(sources: dict[str, Path], tmp_path: Path) -> None:
     assert_failed(result, 69, "rejected openenvgen_runtime-0.1.0.tar.gz", "400", "Invalid value for classifiers")
 
 
-def test_a_stale_package_is_refused_before_anything_is_built(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
+def test_a_stale_package_is_refused_before_anything_is_built(
+    index: Index, sources: dict[str, Path], tmp_path: Path
+) -> None:
     stale = Path(shutil.copytree(sources["wordle"], tmp_path / "wordle-openenv"))
     models = stale / "wordle_openenv" / "models.py"
     models.write_text(models.read_text() + "\n# a hand edit\n")
@@ -433,12 +496,22 @@ def _wheel_metadata(wheel: Path) -> tuple[dict[str, list[str]], str]:
 
 def test_generated_wheel_metadata_is_complete(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    result = publish(str(sources["wordle"]), "--repository-url", index.url, "--dry-run", "--dist-dir", str(dist),
-                     home=tmp_path / "home", credentials=False)
+    result = publish(
+        str(sources["wordle"]),
+        "--repository-url",
+        index.url,
+        "--dry-run",
+        "--dist-dir",
+        str(dist),
+        home=tmp_path / "home",
+        credentials=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     fields, body = _wheel_metadata(dist / "wordle_openenv-0.1.0-py3-none-any.whl")
     assert fields["Name"] == ["wordle-openenv"]
-    assert fields["Summary"] == ["verifiers taskset for the OpenEnv environment openenv/wordle: TextArenaEnvironment environment"]
+    assert fields["Summary"] == [
+        "verifiers taskset for the OpenEnv environment openenv/wordle: TextArenaEnvironment environment"
+    ]
     assert fields["License-Expression"] == ["Apache-2.0"]
     assert fields["Requires-Python"] == [">=3.11"]
     assert fields["Requires-Dist"] == ["openenvgen-runtime<0.2,>=0.1.0"]
@@ -475,16 +548,34 @@ def test_untrusted_metadata_cannot_break_the_distribution(index: Index, tmp_path
     summary = project["description"]
     assert "\n" not in summary and "\x00" not in summary and "\x1b" not in summary and "\t" not in summary
     assert len(summary) <= 200 and summary.endswith("...")
-    assert summary.startswith('verifiers taskset for the OpenEnv environment openenv/hostile: First line second = "line" \\ with tabs')
+    assert summary.startswith(
+        'verifiers taskset for the OpenEnv environment openenv/hostile: First line second = "line" \\ with tabs'
+    )
     assert project["urls"] == {"Environment": "https://huggingface.co/spaces/openenv/hostile"}
     assert set(project) == {
-        "name", "version", "description", "readme", "requires-python", "license", "keywords",
-        "classifiers", "dependencies", "urls",
+        "name",
+        "version",
+        "description",
+        "readme",
+        "requires-python",
+        "license",
+        "keywords",
+        "classifiers",
+        "dependencies",
+        "urls",
     }
     # And it builds and passes `twine check --strict`.
     dist = tmp_path / "dist"
-    result = publish(str(package), "--repository-url", index.url, "--dry-run", "--dist-dir", str(dist),
-                     home=tmp_path / "home", credentials=False)
+    result = publish(
+        str(package),
+        "--repository-url",
+        index.url,
+        "--dry-run",
+        "--dist-dir",
+        str(dist),
+        home=tmp_path / "home",
+        credentials=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     fields, _ = _wheel_metadata(dist / "hostile_openenv-0.1.0-py3-none-any.whl")
     assert fields["Summary"] == [summary]
@@ -502,10 +593,16 @@ class _Listing(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/simple/json-project/":
-            body = json.dumps({"meta": {"api-version": "1.0"}, "name": "json-project", "files": [
-                {"filename": "json_project-1.0.tar.gz", "url": "x", "hashes": {}},
-                {"filename": "Json_Project-1.0-py3-none-any.whl", "url": "y", "hashes": {}},
-            ]}).encode()
+            body = json.dumps(
+                {
+                    "meta": {"api-version": "1.0"},
+                    "name": "json-project",
+                    "files": [
+                        {"filename": "json_project-1.0.tar.gz", "url": "x", "hashes": {}},
+                        {"filename": "Json_Project-1.0-py3-none-any.whl", "url": "y", "hashes": {}},
+                    ],
+                }
+            ).encode()
             ctype = "application/vnd.pypi.simple.v1+json"
         elif self.path == "/simple/html-project/":
             body = b'<a href="../../packages/html_project-2.0.tar.gz#sha256=00">html_project-2.0.tar.gz</a>'

@@ -16,8 +16,8 @@ import pytest
 
 from openenvgen import catalog, sources
 from openenvgen.build.marked import END_MARKER
-from openenvgen.lifecycle.changelog import CHANGELOG_MARKER, add_changelog_entry
 from openenvgen.build.render import LOCK_FILE, sha256_text
+from openenvgen.lifecycle.changelog import CHANGELOG_MARKER, add_changelog_entry
 from openenvgen_testsupport.generating import file_tree, gen
 
 
@@ -70,14 +70,50 @@ def _drop_tool(c: dict, name: str) -> None:
 
 # The semver table, one row per kind of upstream change: (env, change, bump, new version, changelog line).
 SEMVER_TABLE = [
-    ("wordle", lambda c: c["metadata"].update(description="Guess the word"), "patch", "0.1.1", "**patch** `metadata.description`"),
-    ("wordle", lambda c: _action(c).update(description="A guess."), "patch", "0.1.1", "**patch** `action`: description changed"),
-    ("wordle", lambda c: _action(c)["properties"]["message"].update(description="Your guess"), "patch", "0.1.1", "**patch** `action.message`"),
-    ("echo", lambda c: _tool(c, "echo_message").update(description="Echo it back"), "patch", "0.1.1", "**patch** `tools.echo_message`: description changed"),
-    ("wordle", lambda c: _action(c)["properties"].update(hint={"type": "string", "default": ""}), "minor", "0.2.0", "**minor** `action.hint`: optional field added (string)"),
+    (
+        "wordle",
+        lambda c: c["metadata"].update(description="Guess the word"),
+        "patch",
+        "0.1.1",
+        "**patch** `metadata.description`",
+    ),
+    (
+        "wordle",
+        lambda c: _action(c).update(description="A guess."),
+        "patch",
+        "0.1.1",
+        "**patch** `action`: description changed",
+    ),
+    (
+        "wordle",
+        lambda c: _action(c)["properties"]["message"].update(description="Your guess"),
+        "patch",
+        "0.1.1",
+        "**patch** `action.message`",
+    ),
     (
         "echo",
-        lambda c: c["tools"].append({"name": "shout", "description": "Loud echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}),
+        lambda c: _tool(c, "echo_message").update(description="Echo it back"),
+        "patch",
+        "0.1.1",
+        "**patch** `tools.echo_message`: description changed",
+    ),
+    (
+        "wordle",
+        lambda c: _action(c)["properties"].update(hint={"type": "string", "default": ""}),
+        "minor",
+        "0.2.0",
+        "**minor** `action.hint`: optional field added (string)",
+    ),
+    (
+        "echo",
+        lambda c: c["tools"].append(
+            {
+                "name": "shout",
+                "description": "Loud echo",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            }
+        ),
         "minor",
         "0.2.0",
         "**minor** `tools.shout`: tool added",
@@ -96,8 +132,20 @@ SEMVER_TABLE = [
         "1.0.0",
         "**major** `action.message`: field removed",
     ),
-    ("wordle", lambda c: _action(c)["properties"]["message"].update(type="integer"), "major", "1.0.0", "**major** `action.message`: retyped: string → integer"),
-    ("wordle", lambda c: _action(c)["properties"]["message"].update(maxLength=5), "major", "1.0.0", "**major** `action.message`: constraint added: maxLength 5"),
+    (
+        "wordle",
+        lambda c: _action(c)["properties"]["message"].update(type="integer"),
+        "major",
+        "1.0.0",
+        "**major** `action.message`: retyped: string → integer",
+    ),
+    (
+        "wordle",
+        lambda c: _action(c)["properties"]["message"].update(maxLength=5),
+        "major",
+        "1.0.0",
+        "**major** `action.message`: constraint added: maxLength 5",
+    ),
     ("echo", lambda c: _drop_tool(c, "echo_message"), "major", "1.0.0", "**major** `tools.echo_message`: tool removed"),
     # The reset observation (echo's server serves one) is an output, like the observation.
     (
@@ -107,7 +155,13 @@ SEMVER_TABLE = [
         "0.2.0",
         "**minor** `reset_observation.greeting`: optional field added (string)",
     ),
-    ("echo", lambda c: c["schema"]["reset_observation"]["properties"].pop("tool_name"), "major", "1.0.0", "**major** `reset_observation.tool_name`: field removed"),
+    (
+        "echo",
+        lambda c: c["schema"]["reset_observation"]["properties"].pop("tool_name"),
+        "major",
+        "1.0.0",
+        "**major** `reset_observation.tool_name`: field removed",
+    ),
 ]
 
 
@@ -116,12 +170,17 @@ SEMVER_TABLE = [
     SEMVER_TABLE,
     ids=[f"{row[2]}-{i}" for i, row in enumerate(SEMVER_TABLE)],
 )
-def test_semver_table(templates: dict[str, Path], tmp_path: Path, env: str, change, impact: str, version: str, line: str) -> None:  # type: ignore[no-untyped-def]
+def test_semver_table(
+    templates: dict[str, Path], tmp_path: Path, env: str, change, impact: str, version: str, line: str
+) -> None:  # type: ignore[no-untyped-def]
     pkg = _copy(templates, env, tmp_path)
     upstream = _write_capture(tmp_path, env, change)
     result = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(upstream))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == f"{pkg}: 0.1.0 → {version} ({impact}: " + result.stdout.splitlines()[0].split(f"({impact}: ", 1)[1]
+    assert (
+        result.stdout.splitlines()[0]
+        == f"{pkg}: 0.1.0 → {version} ({impact}: " + result.stdout.splitlines()[0].split(f"({impact}: ", 1)[1]
+    )
     assert _version(pkg) == version
     assert f'version = "{version}"' in (pkg / "pyproject.toml").read_text()
     changelog = (pkg / "CHANGELOG.md").read_text()
@@ -189,18 +248,35 @@ def test_user_owned_files_survive_regeneration_byte_for_byte(templates: dict[str
     answers = pkg / ".copier-answers.yml"
     answers.write_text(answers.read_text() + "# touched\n")
     readme = pkg / "README.md"
-    readme.write_text("Badges of mine\n\n" + readme.read_text().replace("Your own notes on wordle-openenv go here.", "Tuned for 6-letter words.\n\nNo trailing newline"))
+    readme.write_text(
+        "Badges of mine\n\n"
+        + readme.read_text().replace(
+            "Your own notes on wordle-openenv go here.", "Tuned for 6-letter words.\n\nNo trailing newline"
+        )
+    )
     changelog = pkg / "CHANGELOG.md"
     changelog.write_text(changelog.read_text() + "\nKept by hand: a note about 0.1.0.\n")
     models = pkg / "wordle_openenv" / "models.py"
     models.write_text(models.read_text() + "HAND_EDIT = 1\n")  # generated: rewritten regardless
-    user = {rel: data for rel, data in file_tree(pkg).items() if rel in {
-        "NOTES.md", "wordle_openenv/rewards.py", "data/blob.bin", "tests/test_wordle_openenv.py", ".copier-answers.yml"}}
+    user = {
+        rel: data
+        for rel, data in file_tree(pkg).items()
+        if rel
+        in {
+            "NOTES.md",
+            "wordle_openenv/rewards.py",
+            "data/blob.bin",
+            "tests/test_wordle_openenv.py",
+            ".copier-answers.yml",
+        }
+    }
     assert len(user) == 5
     readme_before = readme.read_text()
     changelog_before = changelog.read_text()
 
-    upstream = _write_capture(tmp_path, "wordle", lambda c: _action(c)["properties"].update(hint={"type": "string", "default": ""}))
+    upstream = _write_capture(
+        tmp_path, "wordle", lambda c: _action(c)["properties"].update(hint={"type": "string", "default": ""})
+    )
     result = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(upstream))
     assert result.returncode == 0, result.stderr
 
@@ -294,7 +370,9 @@ def test_generating_over_a_package_keeps_its_version(templates: dict[str, Path],
 def test_add_changelog_entry_keeps_every_byte() -> None:
     entry = "## 2.0.0\n\n- x\n"
     marked = f"# Changelog\n\nintro\n{CHANGELOG_MARKER}\n\n## 1.0.0\n"
-    assert add_changelog_entry(marked, entry, None) == f"# Changelog\n\nintro\n{CHANGELOG_MARKER}\n\n{entry}\n## 1.0.0\n"  # type: ignore[arg-type]
+    assert (
+        add_changelog_entry(marked, entry, None) == f"# Changelog\n\nintro\n{CHANGELOG_MARKER}\n\n{entry}\n## 1.0.0\n"
+    )  # type: ignore[arg-type]
     unmarked = "# Changes\n\n## 1.0.0\n- y\n"
     assert add_changelog_entry(unmarked, entry, None) == f"# Changes\n\n{entry}\n## 1.0.0\n- y\n"  # type: ignore[arg-type]
     assert add_changelog_entry("free text", entry, None) == f"free text\n\n{entry}"  # type: ignore[arg-type]
@@ -353,7 +431,10 @@ def test_the_scaffolded_tests_pass(templates: dict[str, Path], env: str, tmp_pat
     pkg = _copy(templates, env, tmp_path)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-        capture_output=True, text=True, timeout=300, cwd=pkg,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=pkg,
         env={**os.environ, "PYTHONPATH": str(pkg), "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -53,7 +53,9 @@ class DockerUnavailable(RuntimeError):
     """No Docker daemon answers, or an image could not be built; the message says why."""
 
 
-def docker(*args: str, timeout: float = 120, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
+def docker(
+    *args: str, timeout: float = 120, check: bool = True, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=check, input=input)
 
 
@@ -109,7 +111,12 @@ def base_image() -> str:
     with tempfile.TemporaryDirectory(prefix="openenvgen-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         command = [
-            "debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", SUITE, str(rootfs), debian_mirror()
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(BASE_PACKAGES)}",
+            SUITE,
+            str(rootfs),
+            debian_mirror(),
         ]
         proc = subprocess.run(command, capture_output=True, text=True, timeout=1800)
         if proc.returncode != 0:
@@ -120,7 +127,10 @@ def base_image() -> str:
         try:
             imported = subprocess.run(
                 ["docker", "import", "--change", f"LABEL {TEST_LABEL}=1", "-", tag],
-                stdin=tar.stdout, capture_output=True, text=True, timeout=900,
+                stdin=tar.stdout,
+                capture_output=True,
+                text=True,
+                timeout=900,
             )
         finally:
             assert tar.stdout is not None
@@ -144,7 +154,9 @@ def _wheelhouse(requirements: list[str]) -> Path:
     house.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(house), *requirements],
-        capture_output=True, text=True, timeout=1800,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     if proc.returncode != 0:
         raise DockerUnavailable(f"pip download of the env server's wheels failed: {proc.stderr.strip()[-2000:]}")
@@ -254,7 +266,8 @@ def host_state(label: str) -> dict[str, object]:
         # The daemon's own networks (others' tests may add theirs meanwhile): a swarm left or
         # re-made has another ingress.
         "networks": sorted(
-            line for line in docker("network", "ls", "--format", "{{.Name}} {{.ID}}").stdout.splitlines()
+            line
+            for line in docker("network", "ls", "--format", "{{.Name}} {{.ID}}").stdout.splitlines()
             if line.split()[0] in ("bridge", "host", "none", "ingress", "docker_gwbridge")
         ),
         # The daemon's bridges (docker0, docker_gwbridge): another daemon on this network
@@ -292,8 +305,20 @@ def throwaway_daemon(*, timeout: float = 60) -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="oeg-dockerd-", dir="/tmp"))
     host = f"unix://{root}/docker.sock"
     command = [
-        "unshare", "--net", "dockerd", "-H", host, "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
-        "--pidfile", str(root / "dockerd.pid"), "--bridge=none", "--iptables=false", "--ip6tables=false",
+        "unshare",
+        "--net",
+        "dockerd",
+        "-H",
+        host,
+        "--data-root",
+        str(root / "data"),
+        "--exec-root",
+        str(root / "exec"),
+        "--pidfile",
+        str(root / "dockerd.pid"),
+        "--bridge=none",
+        "--iptables=false",
+        "--ip6tables=false",
     ]
     log = (root / "dockerd.log").open("wb")
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

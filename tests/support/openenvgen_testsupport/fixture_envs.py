@@ -26,7 +26,7 @@ import re
 import uuid
 from collections import Counter
 from enum import Enum
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastmcp import FastMCP
@@ -140,9 +140,7 @@ def wordle_prompt(word_length: int, max_guesses: int) -> str:
     )
 
 
-class WordGuessEnvironment(
-    Environment[WordGuessAction, WordGuessObservation, WordGuessState]
-):
+class WordGuessEnvironment(Environment[WordGuessAction, WordGuessObservation, WordGuessState]):
     """Wordle-like game. Every step consumes a guess (even a malformed one) so
     episodes always terminate within ``max_guesses`` steps."""
 
@@ -156,9 +154,9 @@ class WordGuessEnvironment(
 
     def reset(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        secret: Optional[str] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        secret: str | None = None,
         max_guesses: int = DEFAULT_MAX_GUESSES,
         **kwargs: Any,
     ) -> WordGuessObservation:
@@ -166,9 +164,7 @@ class WordGuessEnvironment(
         self._secret = (secret or DEFAULT_SECRET).strip().lower()
         if max_guesses < 1:
             raise ValueError("max_guesses must be >= 1")
-        self._state = WordGuessState(
-            episode_id=episode_id or str(uuid.uuid4()), max_guesses=max_guesses
-        )
+        self._state = WordGuessState(episode_id=episode_id or str(uuid.uuid4()), max_guesses=max_guesses)
         return WordGuessObservation(
             prompt=wordle_prompt(len(self._secret), max_guesses),
             done=False,
@@ -178,15 +174,13 @@ class WordGuessEnvironment(
     def step(
         self,
         action: WordGuessAction,
-        timeout_s: Optional[float] = None,
+        timeout_s: float | None = None,
         **kwargs: Any,
     ) -> WordGuessObservation:
         state = self._state
         if state.won or len(state.guesses) >= state.max_guesses:
             # Stepping a finished episode is not an error; report it as over.
-            return WordGuessObservation(
-                prompt="The game is over. Reset to play again.", done=True, reward=0.0
-            )
+            return WordGuessObservation(prompt="The game is over. Reset to play again.", done=True, reward=0.0)
 
         guess = extract_guess(action.message)
         state.step_count += 1
@@ -212,9 +206,7 @@ class WordGuessEnvironment(
             prompt += f" Out of guesses; the word was {self._secret}."
         else:
             prompt += f" {left} guess{'es' if left != 1 else ''} left."
-        return WordGuessObservation(
-            prompt=prompt, feedback=feedback, done=left == 0, reward=0.0
-        )
+        return WordGuessObservation(prompt=prompt, feedback=feedback, done=left == 0, reward=0.0)
 
     @property
     def state(self) -> WordGuessState:
@@ -258,7 +250,7 @@ class GridAction(Action):
 
     direction: Literal["up", "down", "left", "right"]
     steps: int = Field(1, ge=1, le=3, description="Cells to move (doubled when running).")
-    note: Optional[str] = Field(None, max_length=20, description="Free-form note, echoed back.")
+    note: str | None = Field(None, max_length=20, description="Free-form note, echoed back.")
     target: Target
     mode: Mode = Mode.walk
 
@@ -296,9 +288,9 @@ class GridMoveEnvironment(Environment[GridAction, GridObservation, GridState]):
 
     def reset(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        start: Optional[list[int]] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        start: list[int] | None = None,
         **kwargs: Any,
     ) -> GridObservation:
         x, y = start if start is not None else (0, 0)
@@ -314,9 +306,7 @@ class GridMoveEnvironment(Environment[GridAction, GridObservation, GridState]):
             reward=0.0,
         )
 
-    def step(
-        self, action: GridAction, timeout_s: Optional[float] = None, **kwargs: Any
-    ) -> GridObservation:
+    def step(self, action: GridAction, timeout_s: float | None = None, **kwargs: Any) -> GridObservation:
         state = self._state
         dx, dy = _DELTAS[action.direction]
         distance = action.steps * (2 if action.mode is Mode.run else 1)
@@ -390,8 +380,8 @@ class EchoAddMCPEnvironment(MCPEnvironment):
 
     def reset(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
         **kwargs: Any,
     ) -> Observation:
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
@@ -405,9 +395,7 @@ class EchoAddMCPEnvironment(MCPEnvironment):
             },
         )
 
-    def _step_impl(
-        self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any
-    ) -> Observation:
+    def _step_impl(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         # Only reachable with a non-MCP Action subclass (the app's action_cls is
         # CallToolAction, so the server never deserializes one).
         return Observation(
@@ -416,14 +404,10 @@ class EchoAddMCPEnvironment(MCPEnvironment):
             metadata={"error": f"unsupported action type {type(action).__name__}"},
         )
 
-    def step(
-        self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any
-    ) -> Observation:
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         return self._score(action, super().step(action, timeout_s=timeout_s, **kwargs))
 
-    async def step_async(
-        self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any
-    ) -> Observation:
+    async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         # The WS handler prefers step_async (MCPEnvironment overrides it), so
         # scoring has to be applied on this path as well.
         observation = await super().step_async(action, timeout_s=timeout_s, **kwargs)
@@ -490,9 +474,7 @@ def make_tagged_wordle_app() -> FastAPI:
 
 def make_grid_app() -> FastAPI:
     # Default concurrency (1 WS session): a second concurrent /ws gets CAPACITY_REACHED.
-    return create_app(
-        GridMoveEnvironment, GridAction, GridObservation, env_name="grid_fixture"
-    )
+    return create_app(GridMoveEnvironment, GridAction, GridObservation, env_name="grid_fixture")
 
 
 def make_mcp_app(max_concurrent_envs: int = 8) -> FastAPI:

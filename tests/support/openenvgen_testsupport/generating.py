@@ -17,7 +17,6 @@ from types import ModuleType
 
 from openenvgen.build.render import render_package
 from openenvgen.spec import EnvSpec
-
 from openenvgen_testsupport.paths import OPENENV_GEN
 
 _module_ids = itertools.count()

@@ -27,7 +27,7 @@ import struct
 import uuid
 import wave
 import zlib
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import Response
@@ -97,11 +97,11 @@ class GuessAction(Action):
 
 class PictureObservation(Observation):
     prompt: str = ""
-    system_prompt: Optional[str] = None
-    image_base64: Optional[str] = None
-    image_asset_path: Optional[str] = None
-    audio_base64: Optional[str] = None
-    blob_base64: Optional[str] = None
+    system_prompt: str | None = None
+    image_base64: str | None = None
+    image_asset_path: str | None = None
+    audio_base64: str | None = None
+    blob_base64: str | None = None
     frames_base64: list[str] = Field(default_factory=list)
     score: float = 0.0
     attempts: int = 0
@@ -120,7 +120,7 @@ class PictureEnvironment(Environment[GuessAction, PictureObservation, State]):
         self._state = State(episode_id=str(uuid.uuid4()))
 
     def reset(
-        self, seed: Optional[int] = None, episode_id: Optional[str] = None, colour: Optional[str] = None, **options: Any
+        self, seed: int | None = None, episode_id: str | None = None, colour: str | None = None, **options: Any
     ) -> PictureObservation:
         names = sorted(COLOURS)
         self._colour = colour or names[(seed or 0) % len(names)]
@@ -128,7 +128,7 @@ class PictureEnvironment(Environment[GuessAction, PictureObservation, State]):
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
         return self._observation("What colour is the picture?", done=False, reward=0.0)
 
-    def step(self, action: GuessAction, timeout_s: Optional[float] = None, **kwargs: Any) -> PictureObservation:
+    def step(self, action: GuessAction, timeout_s: float | None = None, **kwargs: Any) -> PictureObservation:
         self._state.step_count += 1
         won = action.answer.strip().lower() == self._colour
         prompt = "Correct." if won else "Wrong, look again."
@@ -163,7 +163,11 @@ class PictureEnvironment(Environment[GuessAction, PictureObservation, State]):
 
 def make_picture_app(max_concurrent_envs: int = 4) -> FastAPI:
     app = create_app(
-        PictureEnvironment, GuessAction, PictureObservation, env_name="picture_quiz", max_concurrent_envs=max_concurrent_envs
+        PictureEnvironment,
+        GuessAction,
+        PictureObservation,
+        env_name="picture_quiz",
+        max_concurrent_envs=max_concurrent_envs,
     )
 
     @app.get("/assets/{name}")
@@ -190,9 +194,9 @@ class CountAction(Action):
 
 class TaskObservation(Observation):
     question: str = ""
-    split: Optional[str] = None
-    index: Optional[int] = None
-    seed: Optional[int] = None
+    split: str | None = None
+    index: int | None = None
+    seed: int | None = None
 
 
 class TaskEnvironment(Environment[CountAction, TaskObservation, State]):
@@ -221,17 +225,17 @@ class TaskEnvironment(Environment[CountAction, TaskObservation, State]):
 
     def reset(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        split: Optional[str] = None,
-        index: Optional[int] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        split: str | None = None,
+        index: int | None = None,
         **_: Any,
     ) -> TaskObservation:
         self._target = (index or 0) + 1
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
         return TaskObservation(question=f"Say {self._target}.", split=split, index=index, seed=seed, reward=0.0)
 
-    def step(self, action: CountAction, timeout_s: Optional[float] = None, **kwargs: Any) -> TaskObservation:
+    def step(self, action: CountAction, timeout_s: float | None = None, **kwargs: Any) -> TaskObservation:
         won = action.answer == self._target
         return TaskObservation(question="Done.", done=True, reward=1.0 if won else 0.0)
 

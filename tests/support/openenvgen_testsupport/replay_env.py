@@ -37,9 +37,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from openenvgen_testsupport.paths import FIXTURES
-from typing import Any, ClassVar, Optional, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import jsonschema
 from fastapi import FastAPI
@@ -51,6 +49,8 @@ from openenv.core.env_server.mcp_environment import MCPEnvironment
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+
+from openenvgen_testsupport.paths import FIXTURES
 
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -165,7 +165,9 @@ def _tools(folder: Path) -> tuple[dict[str, Any], ...] | None:
             return tuple(reply["data"]["observation"]["tools"])
     if (folder / "mcp_tools_list.json").exists():
         listed = _read(folder, "mcp_tools_list.json").get("result", {}).get("tools", [])
-        return tuple({"name": t["name"], "description": t.get("description"), "input_schema": t["inputSchema"]} for t in listed)
+        return tuple(
+            {"name": t["name"], "description": t.get("description"), "input_schema": t["inputSchema"]} for t in listed
+        )
     return None
 
 
@@ -266,7 +268,9 @@ class CapturedAction(Action):
 @functools.cache
 def _action_class(env_folder: str, schema_json: str) -> type[CapturedAction]:
     schema = json.loads(schema_json)
-    return type(schema.get("title", "CapturedAction"), (CapturedAction,), {"captured_schema": schema, "__module__": __name__})
+    return type(
+        schema.get("title", "CapturedAction"), (CapturedAction,), {"captured_schema": schema, "__module__": __name__}
+    )
 
 
 def _with_captured_schema(base: type[_Model], schema: dict[str, Any], untitled: str) -> type[_Model]:
@@ -343,7 +347,9 @@ class ReplayEnvironment(Environment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]) -> None:
+    def __init__(
+        self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]
+    ) -> None:
         super().__init__()
         self._cursor = _Cursor(recording, log, action_cls)
         self._observation_cls = observation_cls
@@ -352,7 +358,7 @@ class ReplayEnvironment(Environment):
     def _observation(self, reply: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
         return self._observation_cls.recorded(reply["observation"], reward=reward, done=done)
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs: Any) -> ReplayObservation:
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ReplayObservation:
         if seed is not None:
             kwargs["seed"] = seed
         if episode_id is not None:
@@ -362,11 +368,13 @@ class ReplayEnvironment(Environment):
         reset = self._cursor.recording.reset
         return self._observation(reset, reward=reset.get("reward"), done=bool(reset.get("done")))
 
-    def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> ReplayObservation:
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> ReplayObservation:
         index = self._cursor.advance(action)
         self._state.step_count += 1
         recording = self._cursor.recording
-        return self._observation(recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index))
+        return self._observation(
+            recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index)
+        )
 
     @property
     def state(self) -> State:
@@ -392,7 +400,11 @@ class RecordedTool(Tool):
 def _recorded_tools(recording: Recording) -> FastMCP:
     mcp = FastMCP(recording.env_folder)
     for tool in recording.tools or ():
-        mcp.add_tool(RecordedTool(name=tool["name"], description=tool.get("description"), parameters=copy.deepcopy(tool["input_schema"])))
+        mcp.add_tool(
+            RecordedTool(
+                name=tool["name"], description=tool.get("description"), parameters=copy.deepcopy(tool["input_schema"])
+            )
+        )
     return mcp
 
 
@@ -401,7 +413,9 @@ class ReplayMCPEnvironment(MCPEnvironment):
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]) -> None:
+    def __init__(
+        self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]
+    ) -> None:
         super().__init__(_recorded_tools(recording))
         self._cursor = _Cursor(recording, log, action_cls)
         self._observation_cls = observation_cls
@@ -410,7 +424,7 @@ class ReplayMCPEnvironment(MCPEnvironment):
     def _observation(self, reply: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
         return self._observation_cls.recorded(reply["observation"], reward=reward, done=done)
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs: Any) -> Observation:
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
         if seed is not None:
             kwargs["seed"] = seed
         if episode_id is not None:
@@ -420,15 +434,15 @@ class ReplayMCPEnvironment(MCPEnvironment):
         reset = self._cursor.recording.reset
         return self._observation(reset, reward=reset.get("reward"), done=bool(reset.get("done")))
 
-    def _step_impl(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    def _step_impl(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         raise self._cursor.log.error(f"not an MCP action: {type(action).__name__}")
 
-    def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         if isinstance(action, ListToolsAction):  # discovery is not part of the episode
             return super().step(action, timeout_s=timeout_s, **kwargs)
         return self._replayed(action)
 
-    async def step_async(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         # The WS handler prefers step_async (MCPEnvironment overrides it).
         if isinstance(action, ListToolsAction):
             return await super().step_async(action, timeout_s=timeout_s, **kwargs)
@@ -438,7 +452,9 @@ class ReplayMCPEnvironment(MCPEnvironment):
         index = self._cursor.advance(action)
         self._state.step_count += 1
         recording = self._cursor.recording
-        return self._observation(recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index))
+        return self._observation(
+            recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index)
+        )
 
     @property
     def state(self) -> State:
@@ -460,7 +476,9 @@ class Replay:
     app: FastAPI
 
 
-def make_replay_app(env_folder: str, *, episode: str = "", root: Path = CAPTURES, max_concurrent_envs: int = 8) -> Replay:
+def make_replay_app(
+    env_folder: str, *, episode: str = "", root: Path = CAPTURES, max_concurrent_envs: int = 8
+) -> Replay:
     """An openenv app replaying the session recorded in ``root/env_folder`` (see module doc)."""
     recording = load_recording(env_folder, episode=episode, root=root)
     log = ReplayLog()

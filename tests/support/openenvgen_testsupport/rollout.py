@@ -92,8 +92,13 @@ def run_eval(
 ) -> EvalRun:
     """`vf-eval @ config.toml` with the scripted model at `model_url` (no network beyond loopback)."""
     path = write_eval_config(
-        taskset_id, model_url=model_url, out_dir=out_dir, taskset=taskset, player=player,
-        num_rollouts=num_rollouts, max_concurrent=max_concurrent,
+        taskset_id,
+        model_url=model_url,
+        out_dir=out_dir,
+        taskset=taskset,
+        player=player,
+        num_rollouts=num_rollouts,
+        max_concurrent=max_concurrent,
     )
     proc = subprocess.run(
         [VF_EVAL, "@", str(path), "--no-rich", *(extra_args or [])],

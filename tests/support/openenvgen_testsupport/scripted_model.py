@@ -199,11 +199,7 @@ class ScriptedChatModel:
 
     def requests_for(self, needle: str) -> list[dict[str, Any]]:
         """Request bodies whose conversation key contains ``needle``."""
-        return [
-            body
-            for body in self.requests
-            if needle in conversation_key(_messages_of(body.get("messages")))
-        ]
+        return [body for body in self.requests if needle in conversation_key(_messages_of(body.get("messages")))]
 
     def conversations(self) -> dict[str, list[dict[str, Any]]]:
         """Request bodies grouped by conversation key."""
@@ -268,9 +264,7 @@ class ScriptedChatModel:
         created = int(time.time())
         model = body.get("model") or self.model_id
         prompt_tokens = sum(
-            4 + _approx_tokens(message_text(m.get("content")))
-            for m in messages
-            if isinstance(m, Mapping)
+            4 + _approx_tokens(message_text(m.get("content"))) for m in messages if isinstance(m, Mapping)
         )
         completion_tokens = _approx_tokens(str(reply))
         usage = {
@@ -318,9 +312,7 @@ class ScriptedChatModel:
         usage: dict[str, int],
         include_usage: bool,
     ) -> AsyncIterator[str]:
-        def chunk(
-            choices: list[dict[str, Any]], chunk_usage: dict[str, int] | None = None
-        ) -> str:
+        def chunk(choices: list[dict[str, Any]], chunk_usage: dict[str, int] | None = None) -> str:
             payload: dict[str, Any] = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
@@ -344,7 +336,22 @@ class ScriptedChatModel:
             yield chunk([delta({"role": "assistant", "content": None})])
             for index, (name, arguments) in enumerate(reply.calls):
                 call_id = f"call_{uuid.uuid4().hex[:12]}"
-                yield chunk([delta({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})])
+                yield chunk(
+                    [
+                        delta(
+                            {
+                                "tool_calls": [
+                                    {
+                                        "index": index,
+                                        "id": call_id,
+                                        "type": "function",
+                                        "function": {"name": name, "arguments": ""},
+                                    }
+                                ]
+                            }
+                        )
+                    ]
+                )
                 for start in range(0, len(arguments), self._chunk_chars):
                     piece = arguments[start : start + self._chunk_chars]
                     yield chunk([delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})])

@@ -161,7 +161,9 @@ def env_server(
     except Exception:
         process.kill()
         process.join(10)
-        raise RuntimeError(f"the env server reported no address; its log:\n{log_path.read_text() if log_path.exists() else ''}") from None
+        raise RuntimeError(
+            f"the env server reported no address; its log:\n{log_path.read_text() if log_path.exists() else ''}"
+        ) from None
     server = EnvServerProcess(process, address, log_path)
     try:
         yield server
@@ -174,7 +176,9 @@ def model_client(model_url: str) -> Any:
     return vf.EvalClientConfig(base_url=f"{model_url}/v1")
 
 
-async def run_episodes(address: str, model_url: str, task_data: list[dict[str, Any]], *, timeout: float = 300.0) -> list[Any]:
+async def run_episodes(
+    address: str, model_url: str, task_data: list[dict[str, Any]], *, timeout: float = 300.0
+) -> list[Any]:
     """One episode per entry of `task_data`, all in flight at once through one `EnvClient`;
     each result is the `WireEpisode`, or the exception the client raised for it (a
     `TimeoutError` after `timeout` seconds without an answer)."""

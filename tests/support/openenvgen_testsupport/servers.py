@@ -178,9 +178,7 @@ class ServerProcess(str):
     process: subprocess.Popen[bytes]
     log_path: Path
 
-    def __new__(
-        cls, base_url: str, port: int, process: subprocess.Popen[bytes], log_path: Path
-    ) -> ServerProcess:
+    def __new__(cls, base_url: str, port: int, process: subprocess.Popen[bytes], log_path: Path) -> ServerProcess:
         self = super().__new__(cls, base_url)
         self.port = port
         self.process = process
@@ -288,22 +286,17 @@ def serve_app_subprocess(
         handle = ServerProcess(f"http://{host}:{port}", port, process, log_path)
         try:
             try:
-                wait_until_serving(
-                    handle, timeout=startup_timeout, path=ready_path, alive=lambda: handle.alive
-                )
+                wait_until_serving(handle, timeout=startup_timeout, path=ready_path, alive=lambda: handle.alive)
             except (RuntimeError, TimeoutError) as exc:
                 last_log = handle.log_text()
                 if not handle.alive and "address already in use" in last_log.lower():
                     continue  # lost the port race; the finally below cleans up
-                raise RuntimeError(
-                    f"{' '.join(cmd)} did not come up ({exc}); log:\n{last_log[-4000:]}"
-                ) from exc
+                raise RuntimeError(f"{' '.join(cmd)} did not come up ({exc}); log:\n{last_log[-4000:]}") from exc
             yield handle
             return
         finally:
             handle.stop()
             log_path.unlink(missing_ok=True)
     raise RuntimeError(
-        f"could not bind a port for {app_path} after {port_attempts} attempts; "
-        f"last log:\n{last_log[-4000:]}"
+        f"could not bind a port for {app_path} after {port_attempts} attempts; last log:\n{last_log[-4000:]}"
     )

@@ -18,7 +18,7 @@ openenv >= 0.10 does) with a reset observation model of its own, `CounterStart`.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI
 from openenv.core.env_server import create_app
@@ -101,21 +101,25 @@ class CounterEnvironment(Environment):
         self._total = 0
         self._state = State(episode_id=str(uuid.uuid4()))
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, target: int = DEFAULT_TARGET, **kwargs: Any) -> Observation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, target: int = DEFAULT_TARGET, **kwargs: Any
+    ) -> Observation:
         self._target, self._total = int(target), 0
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
         return CounterStart(
             total=0, target=self._target, message=f"Reach {self._target}, then submit it.", done=False, reward=0.0
         )
 
-    def step(self, action: Any, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         self._state.step_count += 1
         if isinstance(action, AddAction):
             self._total += action.amount
             return CounterObservation(total=self._total, message=f"added {action.amount}", done=False, reward=0.0)
         if isinstance(action, SubmitAction):
             won = action.total == self._total == self._target
-            return CounterObservation(total=self._total, message="won" if won else "lost", done=True, reward=1.0 if won else 0.0)
+            return CounterObservation(
+                total=self._total, message="won" if won else "lost", done=True, reward=1.0 if won else 0.0
+            )
         if isinstance(action, PeekAction):
             return CounterObservation(total=self._total, message="peeked", done=False, reward=0.0)
         raise TypeError(f"not a counter action: {type(action).__name__}")
