@@ -21,19 +21,22 @@ import json
 import subprocess
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openenvgen_runtime.docker_cli import docker, ensure_image, label_args, last_line
+from openenvgen_runtime.docker_cli import docker, label_args, last_line
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.openenv_private import openenv_module
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
 
-DockerSwarmProvider = openenv_module("openenv.core.containers.runtime").DockerSwarmProvider
+if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
+    from openenv.core.containers.runtime import DockerSwarmProvider
+else:
+    DockerSwarmProvider = openenv_module("openenv.core.containers.runtime").DockerSwarmProvider
 
 
-class SwarmService(DockerSwarmProvider):  # type: ignore[misc,valid-type]
+class SwarmService(DockerSwarmProvider):
     """OpenEnv's Swarm provider with every replica published on its own node port."""
 
     def __init__(
@@ -172,8 +175,11 @@ class SwarmService(DockerSwarmProvider):  # type: ignore[misc,valid-type]
 def provider_for(
     image: str, options: dict[str, Any], *, labels: dict[str, str], replicas: int, timeout: float
 ) -> SwarmService:
-    """A Swarm service for `image` (pulled now if missing), not created yet; one-line
-    LaunchErrors for an engine outside a swarm or a worker node."""
+    """A Swarm service for `image`, not created yet; one-line LaunchErrors for an engine
+    outside a swarm or a worker node. The image is not pulled here: the nodes that run the
+    replicas pull it (on a cluster, from a registry), not the manager the eval talks to,
+    which may be drained and never hold it; an image no node can pull is a rejected task,
+    named by `failure()`."""
     state = docker("info", "--format", "{{.Swarm.LocalNodeState}}").stdout.strip() or "unknown"
     if state != "active":
         raise LaunchError(
@@ -183,7 +189,6 @@ def provider_for(
     manager = docker("info", "--format", "{{.Swarm.ControlAvailable}}").stdout.strip()
     if manager != "true":
         raise LaunchError("use_swarm: this Docker engine is a swarm worker; run the eval on a manager node")
-    ensure_image(image, mode="use_swarm", timeout=timeout)
     service_options = {k: v for k, v in options.items() if k in SERVICE_OPTIONS}
     try:
         return SwarmService(
