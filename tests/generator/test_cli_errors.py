@@ -207,3 +207,19 @@ def test_generate_ends_with_the_next_two_commands(tmp_path: Path) -> None:
         f"  pip install '{tmp_path / 'my pkgs' / 'echo'}'",
         "  vf-eval echo-openenv -m MODEL --no-push",
     ]
+
+
+def test_version_is_printed_without_importing_typer() -> None:
+    """`--version` is the CLI's start-up floor: it skips the typer app (and click, rich) entirely."""
+    import subprocess
+    import sys
+
+    from openenvgen import __version__
+
+    probe = (
+        "import sys\nsys.argv = ['openenv-gen', '--version']\nfrom openenvgen.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    print(e.code, 'typer' in sys.modules, 'click' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert run.stdout.splitlines() == [f"openenv-gen {__version__}", "0 False False"], run.stderr
+    assert gen("--version").stdout == f"openenv-gen {__version__}\n"

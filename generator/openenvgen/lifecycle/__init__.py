@@ -1,8 +1,8 @@
 """Keep packages current: check them, compare them with upstream, regenerate and publish them.
 
-Layer 5 of the generator (errors < spec < sources < catalog < build < lifecycle < cli):
+Layer 6 of the generator (errors < schema_checks < spec < sources < catalog < build < lifecycle < commands < cli):
 may import openenvgen.errors, openenvgen.spec, openenvgen.sources, openenvgen.catalog,
 openenvgen.build and openenvgen_schemas; never cli.
 
-Layers: check, index, upstream < changelog, distributions < regen, publish
+Layers: check, index, upstream, scaffold_update < changelog, distributions < regen, publish
 """

@@ -10,7 +10,8 @@ they were, without a bump).
 **User-owned files** (anything not in the lock: the scaffolded `CHANGELOG.md`, `tests/`,
 `<module>/custom.py`, `.copier-answers.yml`, and the README outside its generated markers)
 survive every regeneration byte for byte; generated files are always rewritten. Copier
-runs only when a package is created, never here.
+never runs here: `regen --scaffold` updates the scaffolded files with `copier update` first
+(`scaffold_update.py`), as a separate, git-reviewed step.
 """
 
 from __future__ import annotations

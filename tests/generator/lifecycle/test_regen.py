@@ -1,5 +1,5 @@
 """`openenv-gen regen`: semver bumps by impact, CHANGELOG entries, user-owned files kept
-byte for byte, generated files always rewritten, copier scaffolding once."""
+byte for byte, generated files always rewritten, scaffolding once."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from openenvgen import catalog, sources
 from openenvgen.build.marked import END_MARKER
 from openenvgen.build.render import LOCK_FILE, sha256_text
+from openenvgen.build.scaffold import SCAFFOLD_REPOSITORY
 from openenvgen.lifecycle.changelog import CHANGELOG_MARKER, add_changelog_entry
 from openenvgen_testsupport.generating import file_tree, gen
 
@@ -172,7 +173,7 @@ SEMVER_TABLE = [
 )
 def test_semver_table(
     templates: dict[str, Path], tmp_path: Path, env: str, change, impact: str, version: str, line: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     pkg = _copy(templates, env, tmp_path)
     upstream = _write_capture(tmp_path, env, change)
     result = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(upstream))
@@ -372,24 +373,26 @@ def test_add_changelog_entry_keeps_every_byte() -> None:
     marked = f"# Changelog\n\nintro\n{CHANGELOG_MARKER}\n\n## 1.0.0\n"
     assert (
         add_changelog_entry(marked, entry, None) == f"# Changelog\n\nintro\n{CHANGELOG_MARKER}\n\n{entry}\n## 1.0.0\n"
-    )  # type: ignore[arg-type]
+    )
     unmarked = "# Changes\n\n## 1.0.0\n- y\n"
-    assert add_changelog_entry(unmarked, entry, None) == f"# Changes\n\n{entry}\n## 1.0.0\n- y\n"  # type: ignore[arg-type]
-    assert add_changelog_entry("free text", entry, None) == f"free text\n\n{entry}"  # type: ignore[arg-type]
-    assert add_changelog_entry(None, entry, None) == f"# Changelog\n\n{CHANGELOG_MARKER}\n\n{entry}"  # type: ignore[arg-type]
+    assert add_changelog_entry(unmarked, entry, None) == f"# Changes\n\n{entry}\n## 1.0.0\n- y\n"
+    assert add_changelog_entry("free text", entry, None) == f"free text\n\n{entry}"
+    assert add_changelog_entry(None, entry, None) == f"# Changelog\n\n{CHANGELOG_MARKER}\n\n{entry}"
 
 
 # --- scaffolding ----------------------------------------------------------------------------
 
 
-def test_a_new_package_is_scaffolded_once_with_copier(templates: dict[str, Path], tmp_path: Path) -> None:
+def test_a_new_package_is_scaffolded_once(templates: dict[str, Path], tmp_path: Path) -> None:
+    """(tests/generator/build/test_scaffold.py: the scaffold is what copier renders; and
+    tests/generator/lifecycle/test_scaffold_update.py: `regen --scaffold` updates it.)"""
     import yaml
 
     pkg = templates["wordle"]
     answers = yaml.safe_load((pkg / ".copier-answers.yml").read_text())
     assert answers == {
-        "_src_path": "openenvgen:templates/scaffold",
-        "_openenvgen_version": "0.1.0",
+        "_commit": "v0.1.0",
+        "_src_path": SCAFFOLD_REPOSITORY,
         "env_id": "openenv/wordle",
         "example_action": {"message": "[crane]"},
         "module": "wordle_openenv",
@@ -400,7 +403,7 @@ def test_a_new_package_is_scaffolded_once_with_copier(templates: dict[str, Path]
     lock = json.loads((pkg / LOCK_FILE).read_text())
     for rel in (".copier-answers.yml", "CHANGELOG.md", "tests/test_wordle_openenv.py"):
         assert (pkg / rel).is_file() and rel not in lock["files"]
-    # Deleted scaffolds stay deleted: copier never runs on an existing package.
+    # Deleted scaffolds stay deleted: generating over an existing package never scaffolds.
     copy = _copy(templates, "wordle", tmp_path)
     shutil.rmtree(copy / "tests")
     assert gen("wordle", "--out", str(copy)).returncode == 0
