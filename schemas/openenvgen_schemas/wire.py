@@ -11,14 +11,16 @@ and the parsing; only the I/O differs.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
+# httpx (and asyncio) are imported by the functions that use them: the generator reads a
+# saved schema (`strict_json`) on its fast path, and httpx alone costs about 0.1 s to import.
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 """A reply larger than this is refused: the server is somebody else's."""
@@ -68,6 +70,8 @@ def parse_reply(url: str, body: bytes) -> Any:
 
 def _transport_error(url: str, error: httpx.HTTPError, timeout: Any) -> WireError:
     """`timeout` is the request's (`timeout=` if given, else the client's): a number, None or httpx.Timeout."""
+    import httpx
+
     if isinstance(error, httpx.TimeoutException):
         seconds = timeout.read if isinstance(timeout, httpx.Timeout) else timeout
         return WireError(f"{url}: timed out after {seconds or 0:g}s", "timeout")
@@ -87,6 +91,8 @@ def _too_large(url: str) -> WireError:
 
 def get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any:
     """One request's JSON reply, read with the size bound."""
+    import httpx
+
     try:
         with client.stream(method, url, **kwargs) as response:
             body = bytearray()
@@ -102,6 +108,8 @@ def get_json(client: httpx.Client, method: str, url: str, **kwargs: Any) -> Any:
 
 async def get_json_async(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:
     """`get_json` on an async client."""
+    import httpx
+
     try:
         async with client.stream(method, url, **kwargs) as response:
             body = bytearray()
@@ -170,6 +178,8 @@ async def read_interface_async(
 
 def _health_problem(response: httpx.Response | None, error: httpx.HTTPError | None, timeout: float) -> str | None:
     """Why a `/health` request's response or error means not healthy; None for a 200."""
+    import httpx
+
     if isinstance(error, httpx.ConnectError):
         return "connection refused"
     if isinstance(error, httpx.TimeoutException):
@@ -182,6 +192,8 @@ def _health_problem(response: httpx.Response | None, error: httpx.HTTPError | No
 
 def health(client: httpx.Client, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
     """None when `url` answers `/health` with 200; otherwise why not, in a few words."""
+    import httpx
+
     try:
         # Streamed and never read: only the status counts, however large the body.
         with client.stream("GET", f"{url}/health", timeout=timeout) as response:
@@ -192,6 +204,8 @@ def health(client: httpx.Client, url: str, *, timeout: float = HEALTH_TIMEOUT) -
 
 async def health_async(client: httpx.AsyncClient, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
     """`health` on an async client."""
+    import httpx
+
     try:
         async with client.stream("GET", f"{url}/health", timeout=timeout) as response:
             return _health_problem(response, None, timeout)
@@ -215,6 +229,8 @@ def wait_healthy(
     interval: float = 0.5,
 ) -> None:
     """Return once `url` answers `/health` with 200; NotHealthy if `exited()` gives an exit code or time runs out."""
+    import httpx
+
     deadline = time.monotonic() + timeout
     with httpx.Client() as client:
         while True:
@@ -238,6 +254,8 @@ async def wait_healthy_async(
     interval: float = 0.2,
 ) -> None:
     """`wait_healthy` on an async client; `exited` runs in a thread (it may ask Docker)."""
+    import asyncio
+
     deadline = time.monotonic() + timeout
     while True:
         code = await asyncio.to_thread(exited)
