@@ -1,15 +1,20 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < spec < sources < catalog < build < lifecycle < cli
+Layers: errors < schema_checks < spec < sources < catalog < build < lifecycle < commands <
+maintainer_commands, play_command < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
 - `errors`: the failures the CLI reports, each with its exit code;
+- `schema_checks`: the bounds and union rules an untrusted server's schema must pass;
 - `spec`: `EnvSpec`, the one frozen model of an env every later step reads;
 - `sources`: where a live env's schema is read from (a server, a schema file, an env project);
 - `catalog`: the embedded envs, captured from upstream, and what the captures measured;
 - `build`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
-- `cli`: the `openenv-gen` command, a thin typer layer over the rest.
+- `commands`: the `openenv-gen` commands, a thin typer layer over the rest;
+- `maintainer_commands`: `publish` and `capture`, added to that typer app;
+- `play_command`: `play`, added to it too (it runs the runtime's player in a child process);
+- `cli`: the entry point (`--version` without importing typer, else `commands`).
 
 Flow, one direction only: a schema source (embedded catalog, live server or schema file)
 → one frozen `EnvSpec` → codegen + render (pure: spec in, `{path: text}` out) → atomic

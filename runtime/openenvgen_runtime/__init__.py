@@ -3,7 +3,10 @@
 Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
 `openenvgen`), verifiers and OpenEnv.
 
-Layers (each module imports only modules of layers left of its own): unions < actions, errors, health, observations, openenv_private, provider, ranges, scoring, seat < config, docker_cli, drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper, swarm_provider < launch < watch < pool < episode, tasks < taskset
+Layers (each module imports only modules of layers left of its own): typed_observations, unions <
+actions, errors, health, observations, openenv_private, provider, ranges, scoring, seat < config,
+docker_cli, drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet,
+reaper, swarm_provider < launch < watch < pool < episode, tasks < client, taskset < play
 
 Nothing of OpenEnv is imported up front: `openenv_private.openenv_module` imports it (without
 its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
@@ -18,10 +21,11 @@ per-step rewards, summed.
 """
 
 from openenvgen_runtime.actions import ActionSpace, InvalidAction
-from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
+from openenvgen_runtime.client import Connection
+from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig, default_resets
 from openenvgen_runtime.scoring import REWARD_NAME, Stop
 from openenvgen_runtime.seat import InProcessHarness, InProcessHarnessConfig
-from openenvgen_runtime.taskset import AdapterEnv, AdapterTask, AdapterTaskset
+from openenvgen_runtime.taskset import AdapterEnv, AdapterTask, AdapterTaskset, Taskset, ToolArguments
 
 __all__ = [
     "ActionSpace",
@@ -31,9 +35,13 @@ __all__ = [
     "AdapterEnvConfig",
     "AdapterTask",
     "AdapterTaskset",
+    "Connection",
     "InProcessHarness",
     "InProcessHarnessConfig",
     "InvalidAction",
     "REWARD_NAME",
     "Stop",
+    "default_resets",
+    "Taskset",
+    "ToolArguments",
 ]

@@ -1,0 +1,123 @@
+"""`play`: drive a package's env from the terminal, seeing exactly what the model reads.
+
+It joins the typer app of `commands.py` when this module is imported (`cli` does). The
+generator never imports the runtime (it ships without verifiers and OpenEnv), so `play`
+finds the package, then runs the runtime's player (`python -m openenvgen_runtime.play`) in
+this interpreter, where the package and the runtime are installed; that process owns the
+terminal, the episode and any server it launches, and its exit code is `play`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from openenvgen.commands import _Command, app
+from openenvgen.errors import UsageError
+
+RUNTIME_PLAYER = "openenvgen_runtime.play"
+
+_HELP = """Play a package's env as the model would: each turn is printed exactly as the model reads it
+(the package's prompt and renderer, hidden fields out, media as placeholders, the action schema),
+and each line you type is the model's reply.
+
+PACKAGE is a package directory, an installed package (`wordle-openenv`), or a catalog name
+(`wordle`: generated into a temporary directory first).
+
+A reply is what the model would write: a JSON object, or a bare value for a one-field action
+(`[crane]` for Wordle). `NAME {"arg": 1}` calls tool NAME: a native tool call with
+`--set action_format=tools` (`act` for a typed action, a union member's name, or an MCP
+tool's), and for MCP envs in text format the JSON the model writes for a call. Blank lines are
+skipped. It ends at done (exit 0), at the end of input, or on Ctrl-C; the session and any
+server it launched are always closed.
+"""
+
+
+@app.command(cls=_Command, help=_HELP)
+def play(
+    package: Annotated[
+        str, typer.Argument(metavar="PACKAGE", help="Package directory, installed package, or catalog name.")
+    ],
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", metavar="URL", help="Play on this running server (default: launch one).")
+    ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option("--script", metavar="FILE", help="Read the replies from FILE, one per line (or pipe them in)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per turn: role, text, observation, reward, done.")
+    ] = False,
+    task: Annotated[int, typer.Option("--task", min=0, metavar="N", help="Which task (reset) to play.")] = 0,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=JSON",
+            help="A taskset config key, e.g. --set 'resets=[{\"seed\": 3}]' (repeatable).",
+        ),
+    ] = None,
+) -> None:
+    if script is not None and not script.is_file():
+        raise UsageError(f"--script {script}: no such file")
+    if importlib.util.find_spec("openenvgen_runtime") is None:
+        raise UsageError("play needs the runtime in this environment: pip install openenvgen-runtime")
+    with _located(package) as (package_id, folder):
+        command = [sys.executable, "-m", RUNTIME_PLAYER, package_id, "--task", str(task)]
+        command += ["--path", str(folder)] if folder is not None else []
+        command += ["--base-url", base_url] if base_url else []
+        command += ["--script", str(script)] if script is not None else []
+        command += ["--json"] if as_json else []
+        for setting in settings or []:
+            command += ["--set", setting]
+        # The player handles Ctrl-C (it stops the env first); this process only waits for it.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            code = subprocess.run(command).returncode
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+@contextlib.contextmanager
+def _located(package: str) -> Iterator[tuple[str, Path | None]]:
+    """(package id, folder to import it from, None when installed) for PACKAGE."""
+    folder = Path(package)
+    if folder.is_dir():
+        yield _package_id(folder), folder.resolve()
+        return
+    module = package.replace("-", "_")
+    if module.isidentifier() and importlib.util.find_spec(module) is not None:
+        yield module, None
+        return
+    from openenvgen.catalog.reader import entries
+
+    if package not in entries():
+        raise UsageError(
+            f"{package}: not a package directory, an installed package or a catalog name (see `openenv-gen list`)"
+        )
+    from openenvgen.build.package import generate_package
+
+    with tempfile.TemporaryDirectory(prefix="openenv-gen-play-") as scratch:
+        written = generate_package(package, out=Path(scratch) / package, scaffold=False)
+        yield _package_id(written), written
+
+
+def _package_id(folder: Path) -> str:
+    from openenvgen.build.render import LOCK_FILE
+
+    try:
+        lock = json.loads((folder / LOCK_FILE).read_text("utf-8"))
+        return str(lock["package"]).replace("-", "_")
+    except (OSError, ValueError, KeyError) as e:
+        raise UsageError(f"{folder}: not a package openenv-gen generated (no readable {LOCK_FILE}: {e})") from None
