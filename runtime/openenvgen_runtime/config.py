@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, ClassVar, Literal, Self
 
@@ -34,7 +35,7 @@ class AdapterConfig(vf.TasksetConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {}
     """A package's UV provider options (its ASGI `app`): `provider_kwargs` is merged over
     them, so setting only `project_path` keeps the package's `app`."""
-    resets: list[dict[str, Any]] = Field(default_factory=lambda: [{}])
+    resets: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()])  # one reset, no kwargs
     """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
     split: str | None = None
     """Take the tasks from the env's Task API instead: one per task of this split, reset
@@ -110,6 +111,12 @@ class AdapterConfig(vf.TasksetConfig):
             return []
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
         return [u.rstrip("/") for u in urls]
+
+
+def default_resets(*resets: dict[str, Any]) -> Any:
+    """A package's own `resets` default (its catalog's tasks), a fresh copy for each config:
+    `resets: list[dict[str, Any]] = default_resets({...}, {...})`."""
+    return Field(default_factory=lambda: copy.deepcopy(list(resets)))
 
 
 class AdapterData(vf.TaskData):

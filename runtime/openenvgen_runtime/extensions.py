@@ -7,12 +7,15 @@ changes nothing: the same prompts, the same tasks, the same scores.
 
 | hook | what it changes |
 |---|---|
-| `@vf.reward(weight=W)` / `@vf.metric` functions | scored after each episode like a Task's own, `(task, trace, runtime)` by name; rewards add to the env's summed reward |
+| `@vf.reward(weight=W)` / `@vf.metric` functions | scored after each episode like a Task's own (see below) |
 | `SYSTEM_PROMPT` | replaces the system prompt (`--env.taskset.system-prompt FILE` still wins) |
 | `ACTION_HINT` | replaces the package's action hint appended to the runtime's system prompt |
 | `HIDDEN_FIELDS` | observation fields the model never reads |
 | `render_observation(observation) -> str` | the text the model reads for an observation (its visible fields) |
 | `RESETS` or `build_resets(config)` | the task list: reset kwargs, one task each (`--env.taskset.resets` still wins) |
+
+Reward and metric functions take `(task, trace, runtime)` by name; rewards add to the env's
+summed reward.
 
 Everything that can be checked without playing is checked here, at import: a syntax
 error, a hook of the wrong type or signature, a misspelt hook name. It fails with one
@@ -146,7 +149,8 @@ def _check(namespace: dict[str, Any], source: str, module_name: str) -> Extensio
     if build is not None:
         _callable_with(build, source, "build_resets", "(config)", (object(),))
 
-    rewards, metrics = [], []
+    rewards: list[Callable[..., Any]] = []
+    metrics: list[Callable[..., Any]] = []
     for name, value in namespace.items():
         kinds = [kind for kind in ("reward", "metric") if callable(value) and getattr(value, kind, False) is True]
         if not kinds:

@@ -11,7 +11,8 @@ import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from types import FrameType
+from typing import Any, ClassVar, cast
 
 import verifiers.v1 as vf
 from pydantic import BaseModel
@@ -20,20 +21,34 @@ from openenvgen_runtime import episode, launch, process_hooks, tasks
 from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.drift import check_drift
-from openenvgen_runtime.extensions import NO_EXTENSION, Extension
+from openenvgen_runtime.extensions import NO_EXTENSION, Extension, load_extension
 from openenvgen_runtime.observations import ObservationView
 from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.prompts import system_prompt
 from openenvgen_runtime.seat import require_in_process_seat
 from openenvgen_runtime.servers import Server
+from openenvgen_schemas.modeldiff import is_mcp_action
 
 logger = logging.getLogger(__name__)
+
+# verifiers' Taskset, re-exported for the `Taskset[Task, Config]` base a package restates:
+# generated code then imports only the runtime (one import block however a linter sorts it).
+Taskset = vf.Taskset
+ToolArguments = dict[str, type[BaseModel]]
+"""MCP envs: tool name → its generated argument model (`AdapterTaskset.TOOL_ARGUMENTS`)."""
 
 
 class AdapterTask(vf.Task[AdapterData]):
     EXTENSION: ClassVar[Extension] = NO_EXTENSION
-    """The package's user-owned hooks (`<module>/custom.py`); a generated package sets it on
-    its own Task subclass, so a task rebuilt from wire data by verifiers keeps them."""
+    """The package's user-owned hooks: its `custom.py` beside the module that defines the
+    Task subclass (`<module>/custom.py`), loaded and checked when the subclass is made, so a
+    task rebuilt from wire data by verifiers keeps them. No `custom.py`, no hooks."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        package = cls.__module__.rpartition(".")[0]
+        if "EXTENSION" not in cls.__dict__ and package:
+            cls.EXTENSION = load_extension(f"{package}.custom")
 
     def hooks(self, attr: str) -> list[Any]:
         """verifiers' merge of decorated and config-plugged scoring functions, with the
@@ -55,14 +70,27 @@ class AdapterTask(vf.Task[AdapterData]):
 
 
 class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
+    """What a generated package's taskset sets: its action model, its tool argument models
+    (MCP envs) and its schema snapshot; the rest is read from them when it is subclassed.
+
+    verifiers finds a taskset's config and task types on a direct `vf.Taskset[Task, Config]`
+    base of the class itself (`concrete_type` reads each class's own `__orig_bases__`), so a
+    package restates it beside this class: `class T(AdapterTaskset, Taskset[MyTask, MyConfig])`."""
+
     ACTION_MODEL: ClassVar[type[BaseModel]]
     """The generated, typed action model (CallToolAction for MCP envs)."""
+    OBSERVATION_MODEL: ClassVar[type[BaseModel] | None] = None
+    """The generated step observation model; None: observations stay dicts (`connect`)."""
+    RESET_OBSERVATION_MODEL: ClassVar[type[BaseModel] | None] = None
+    """The generated reset observation model (often the step observation's)."""
     IS_MCP: ClassVar[bool] = False
-    """Whether the env takes MCP tool calls (`CallToolAction`)."""
-    TOOL_ARGUMENTS: ClassVar[dict[str, type[BaseModel]]] = {}
+    """Whether the env takes MCP tool calls: derived from `ACTION_MODEL` (OpenEnv's
+    `CallToolAction` shape, told by its `type` const `call_tool`) unless a subclass sets it."""
+    TOOL_ARGUMENTS: ClassVar[ToolArguments] = {}
     """MCP envs: tool name → generated argument model. Empty for typed-action envs."""
     ACTION_HINT: ClassVar[str] = ""
-    """Env-specific advice on phrasing an action, appended to the system prompt."""
+    """Env-specific advice on phrasing an action, appended to the system prompt (default:
+    the snapshot's `defaults.action_hint`)."""
     SYSTEM_PROMPT: ClassVar[str | None] = None
     """Replaces the runtime's system prompt for this package (verifiers'
     `--env.taskset.system-prompt FILE` still overrides it per run)."""
@@ -72,7 +100,26 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     """Whether the env honours `seed`, as `openenv-gen capture` measured it (reproducible,
     deterministic, not_reproducible, unmeasured; None: never measured)."""
     SEED_EVIDENCE: ClassVar[str] = ""
-    """What the verdict rests on, in one line."""
+    """What the verdict rests on, in one line (default: the snapshot's)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "ACTION_MODEL" in own and "IS_MCP" not in own:
+            # A union with an MCP member (agent_world_model) is not MCP here: the tool-call
+            # path takes one CallToolAction, not a union of it with other actions.
+            cls.IS_MCP = is_mcp_action(cls.ACTION_MODEL.model_json_schema())
+        snapshot = own.get("SNAPSHOT")
+        if snapshot is not None:
+            # The env's measured defaults travel in its snapshot; a subclass may still set them.
+            defaults = json.loads(snapshot.read_text("utf-8")).get("defaults") or {}
+            for attr, key in (
+                ("ACTION_HINT", "action_hint"),
+                ("SEED_VERDICT", "seed_verdict"),
+                ("SEED_EVIDENCE", "seed_evidence"),
+            ):
+                if attr not in own and defaults.get(key) is not None:
+                    setattr(cls, attr, defaults[key])
 
     def action_space(self, server: Server) -> ActionSpace:
         """Validation uses the generated models; the model is shown the live schema. One
@@ -102,7 +149,8 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
             tools=self._snapshot_tools(),
         )
         as_tools = config.action_format == "tools"
-        task_type = self.task_type()
+        # verifiers resolves this taskset's task type parameter, but types the result as its base Task.
+        task_type = cast(type[AdapterTask], self.task_type())
         extension: Extension = getattr(task_type, "EXTENSION", NO_EXTENSION)
         hint = self.ACTION_HINT if extension.action_hint is None else extension.action_hint
         prompt = extension.system_prompt
@@ -158,7 +206,7 @@ def served_by_env_server() -> bool:
     """Whether this call runs under verifiers' env server (`EnvServer.run`, in a `serve_env`
     process or one of its pool's workers), told by the awaiting frames: verifiers hands the
     env nothing that says so."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_globals.get("__name__") == "verifiers.v1.serve.server":
             return True
@@ -212,7 +260,8 @@ class AdapterEnv(vf.Env[AdapterEnvConfig]):
             await self.pool.stop()
             self.pool = None
 
-    async def run(self, task: AdapterTask, agents: Any) -> None:
+    # Narrower than Env.run's Task: verifiers hands run() only tasks of this env's own taskset.
+    async def run(self, task: AdapterTask, agents: Any) -> None:  # type: ignore[override]
         if self.start_error is not None:
             raise RuntimeError(f"the env did not start in this worker: {self.start_error}")
         self._note_replay(task)

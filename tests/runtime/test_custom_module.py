@@ -511,4 +511,5 @@ def test_generating_over_the_package_keeps_custom_py(template: Path, wordle_serv
     )
     assert proc.returncode == 0, proc.stderr
     assert (pkg / "guess_openenv" / "custom.py").read_text() == "ACTION_HINT = 'mine'\n"
-    assert "load_extension('guess_openenv.custom')" in (pkg / "guess_openenv" / "taskset.py").read_text()
+    # The taskset's Task loads custom.py beside it (AdapterTask.__init_subclass__).
+    assert "class GuessTask(AdapterTask)" in (pkg / "guess_openenv" / "taskset.py").read_text()

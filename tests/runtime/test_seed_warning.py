@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import sys
 from pathlib import Path
@@ -39,8 +40,9 @@ def _package(wordle_server: str, root: Path, verdict: str) -> str:
     )
     out = root / name
     write_tree(render_package(spec), out)
-    taskset = (out / spec.module / "taskset.py").read_text()
-    assert f"SEED_VERDICT = {verdict!r}" in taskset and f"SEED_EVIDENCE = {EVIDENCE!r}" in taskset
+    # The taskset reads its seed verdict and evidence from the snapshot.
+    defaults = json.loads((out / spec.module / "snapshot.json").read_text())["defaults"]
+    assert (defaults["seed_verdict"], defaults["seed_evidence"]) == (verdict, EVIDENCE)
     sys.path.insert(0, str(out))
     return spec.package
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
-from pydantic import MISSING
+from pydantic import MISSING, BaseModel, ConfigDict, Field, RootModel
 
 
 class AWMObservation(BaseModel):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic import MISSING
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class BrowserGymAction(BaseModel):
@@ -31,7 +30,7 @@ class BrowserGymAction(BaseModel):
     )
     action_str: str = Field(
         ...,
-        description='Natural language action string (e.g., "click(\'Submit\')")',
+        description="Natural language action string (e.g., \"click('Submit')\")",
         title="Action Str",
     )
 

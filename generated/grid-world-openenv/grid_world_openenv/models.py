@@ -5,8 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic import MISSING
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class GridWorldAction(BaseModel):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic import MISSING
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class SnakeAction(BaseModel):

@@ -1,7 +1,7 @@
 """Render a package: spec in, `{relative path: text}` out. Pure: no I/O but template reads.
 
 Every string that came from a server reaches a template only through a filter that
-makes it inert in the target format (`py` → a Python literal via repr, `toml` → a TOML
+makes it inert in the target format (`py` → a double-quoted Python literal, `toml` → a TOML
 string, `md` → Markdown text). Generated Python identifiers come from the spec's
 validated name and codegen's sanitised class names, never from raw server text.
 """
@@ -14,12 +14,14 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from openenvgen_schemas.normalise import union_members
+from typing import TYPE_CHECKING, Any
 
 from openenvgen.build.codegen import HEADER, HEADER_TEXT, Models, generate_models
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
+from openenvgen_schemas.normalise import union_members
+
+if TYPE_CHECKING:  # imported when first rendering (see `_environment`)
+    import jinja2
 
 LOCK_FILE = "openenv-gen.lock"
 RUNTIME_DISTRIBUTION = "openenvgen-runtime"
@@ -38,9 +40,34 @@ def templates_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "templates"  # generator/openenvgen/build/render.py
 
 
-def _py(value: Any) -> str:
-    """A Python literal for JSON data (repr is exact for str/int/bool/None/list/dict)."""
-    return repr(value)
+def _py(value: Any, level: int = 0) -> str:
+    """A Python literal for JSON data, written as ruff formats it under any line length:
+    double-quoted strings, and every non-empty list or dict one item a line with a trailing
+    comma (which keeps it so). `level` is the indent level of the line it starts on."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a Python string literal
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    inner = "    " * (level + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{_py(str(key))}: {_py(item, level + 1)},\n" for key, item in value.items()]
+        return "{\n" + "".join(items) + "    " * level + "}"
+    if isinstance(value, list | tuple) and value:
+        return "[\n" + "".join(f"{inner}{_py(item, level + 1)},\n" for item in value) + "    " * level + "]"
+    if isinstance(value, dict | list | tuple):
+        return "{}" if isinstance(value, dict) else "[]"
+    raise TypeError(f"not JSON data: {type(value).__name__}")
+
+
+def _py_inline(value: Any) -> str:
+    """A Python literal for JSON data on one line (for code shown in a README)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_py(str(key))}: {_py_inline(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_py_inline(item) for item in value) + "]"
+    return _py(value)
 
 
 def _toml(value: str) -> str:
@@ -60,7 +87,7 @@ def _docstring(value: str) -> str:
 
 
 @cache
-def _environment():  # type: ignore[no-untyped-def]
+def _environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
@@ -71,7 +98,7 @@ def _environment():  # type: ignore[no-untyped-def]
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.filters.update(py=_py, toml=_toml, md=_md, docstring=_docstring, json=_json)
+    env.filters.update(py=_py, py_inline=_py_inline, toml=_toml, md=_md, docstring=_docstring, json=_json)
     return env
 
 
@@ -113,7 +140,7 @@ def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:
     fields (the base `metadata` and the discriminator left out)."""
     members = union_members(spec.action_schema) or []
     rows = []
-    for cls, member in zip(models.member_classes, members):
+    for cls, member in zip(models.member_classes, members, strict=True):
         required = set(member.schema.get("required") or [])
         fields = [
             f"{name}{'' if name in required else '?'}"
@@ -161,4 +188,3 @@ def spec_from_snapshot(text: str) -> EnvSpec:
     data = json.loads(text)
     data.pop("_generated", None)
     return EnvSpec.model_validate(data)
-

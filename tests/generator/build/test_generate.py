@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.catalog.snapshots import snapshot_from_capture
-from openenvgen.lifecycle.check import diff_package
 from openenvgen.build.package import resolve_spec
 from openenvgen.build.render import LOCK_FILE, render_package, sha256_text
+from openenvgen.catalog.snapshots import snapshot_from_capture
+from openenvgen.lifecycle.check import diff_package
 from openenvgen_testsupport.generating import file_tree, gen
 from openenvgen_testsupport.paths import ROOT
 from openenvgen_testsupport.replay_env import CAPTURES
@@ -30,7 +30,9 @@ def test_generated_wordle_is_checked_in() -> None:
 @pytest.mark.parametrize("package", GENERATED, ids=lambda p: p.name)
 def test_golden_generated_equals_catalog_render(package: Path) -> None:
     """generated/<pkg> is byte-for-byte what the generator writes from the catalog."""
-    spec = resolve_spec(json.loads((package / LOCK_FILE).read_text())["package"].removesuffix("-openenv").replace("-", "_"))
+    spec = resolve_spec(
+        json.loads((package / LOCK_FILE).read_text())["package"].removesuffix("-openenv").replace("-", "_")
+    )
     expected = {k: v.encode() for k, v in render_package(spec).items()}
     assert file_tree(package) == expected
     assert diff_package(package) == []
@@ -84,8 +86,21 @@ def test_live_server_package_installs_imports_and_loads(grid_server: str, tmp_pa
     assert result.returncode == 0, result.stderr
     site = tmp_path / "site"
     pip = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site), str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert pip.returncode == 0, pip.stderr
     probe = """
@@ -99,8 +114,12 @@ cfg = taskset_config_type("grid-openenv")(id="grid-openenv", base_url="http://12
 print(cfg.env, cfg.base_url)
 """
     run = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path,
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["GridTaskset", "GridEnv", "GridConfig", "openenv/grid", "http://127.0.0.1:1"]
@@ -110,9 +129,9 @@ def test_mcp_live_server_gets_typed_tool_models(mcp_server: str, tmp_path: Path)
     result = gen("echo_add", "--base-url", mcp_server, "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr
     taskset = (tmp_path / "p" / "echo_add_openenv" / "taskset.py").read_text()
-    assert "IS_MCP = True" in taskset
+    assert "ACTION_MODEL = CallToolAction" in taskset  # IS_MCP is derived from it
     for tool in ("echo_message", "add", "fail"):
-        assert f"'{tool}': " in taskset
+        assert f'"{tool}": ' in taskset
 
 
 # `openenv-gen ARGS` in a fresh interpreter that reports on stderr, last, whether the model
@@ -128,7 +147,11 @@ main()
 
 def gen_watching_codegen(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, bool]:
     result = subprocess.run(
-        [sys.executable, "-c", _IMPORT_PROBE, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+        [sys.executable, "-c", _IMPORT_PROBE, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=120,
     )
     last = result.stderr.strip().splitlines()[-1]
     assert last in ("dmcg imported: True", "dmcg imported: False"), result.stderr

@@ -243,7 +243,8 @@ def test_run_settings_reach_uv_and_the_record(captured: dict[str, Any], tmp_path
     assert parsed["tool"]["uv"]["sources"]["openenv-guess_env"] == {"path": str(env.path)}
     settings = RunSettings(python="3.12", with_=("open-spiel==2.0.2",))
     assert uv_run_prefix(env, settings, python="/opt/py312/bin/python")[1:] == [
-        "run", "--isolated", "--python", "/opt/py312/bin/python", "--with", "open-spiel==2.0.2", "--project", str(env.path), "--",
+        "run", "--isolated", "--python", "/opt/py312/bin/python", "--with", "open-spiel==2.0.2",
+        "--project", str(env.path), "--",
     ]  # fmt: skip
 
 
@@ -316,10 +317,13 @@ def test_validation_rulings_are_what_the_server_did(captured: dict[str, Any]) ->
     dice = json.loads((captured["out"] / "dice_env" / "validation.json").read_text())["cases"]
     raised = [c for c in dice if isinstance(c["action"], dict) and isinstance(c["action"].get("stop"), str)]
     stepped = [
-        c for c in dice
-        if isinstance(c["action"], dict) and c["action"].get("stop") is False and set(c["action"]) <= {"stop", "metadata"}
+        c
+        for c in dice
+        if isinstance(c["action"], dict)
+        and c["action"].get("stop") is False
+        and set(c["action"]) <= {"stop", "metadata"}
         and isinstance(c["action"].get("metadata", {}), dict)
-    ]  # fmt: skip
+    ]
     assert raised and stepped
     for case in raised:
         assert case["accepted"] is False, case
@@ -410,7 +414,7 @@ def test_generate_from_an_env_project_starts_it_generates_and_stops_it(tmp_path:
     # The package names the project's app and env (its manifest), and was generated from
     # the live server's schema: the fixture's own action model.
     taskset = (out / "guess_openenv" / "taskset.py").read_text()
-    assert "PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {'app': 'guess_env.server:app'}" in taskset
+    assert 'PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {\n        "app": "guess_env.server:app",\n    }' in taskset
     assert "env: str | None = 'guess_env'" in taskset
     snapshot = json.loads((out / "guess_openenv" / "snapshot.json").read_text())
     assert snapshot["action_schema"]["required"] == ["guess"]
@@ -427,7 +431,8 @@ def test_generate_from_a_folder_that_is_not_an_env_project(tmp_path: Path) -> No
     done = _cli("guess", "--project", str(project), "--out", str(tmp_path / "pkg"))
     assert done.returncode == 64
     assert done.stderr.strip() == (
-        f"openenv-gen: error: --project {project}: no openenv.yaml (an OpenEnv env project has a pyproject.toml and an openenv.yaml)"
+        f"openenv-gen: error: --project {project}: no openenv.yaml "
+        "(an OpenEnv env project has a pyproject.toml and an openenv.yaml)"
     )
     assert not (tmp_path / "pkg").exists()
     (project / "openenv.yaml").write_text("name: guess_env\n")
