@@ -79,7 +79,7 @@ class ActionSpace:
         """The one required field, when it is a string (then a bare reply is its value)."""
         if self.is_mcp:
             return None
-        required = self.action_schema.get("required") or []
+        required: list[str] = self.action_schema.get("required") or []
         props = self.action_schema.get("properties") or {}
         if len(required) == 1 and (props.get(required[0]) or {}).get("type") == "string":
             return required[0]
@@ -188,14 +188,16 @@ class ActionSpace:
         return self._validated(value)
 
     def _validated(self, value: dict[str, Any]) -> dict[str, Any]:
+        # `model_validate` and `model_dump` with pydantic's own validator and serializer
+        # called directly: the same checks and output, without two Python wrappers per step.
         try:
-            model = self.action_model.model_validate(value)
+            model = self.action_model.__pydantic_validator__.validate_python(value)
         except ValidationError as e:
             if self.union is not None:
                 raise InvalidAction(self._closest_member(value)) from None
             raise InvalidAction(_describe(e)) from None
         # By alias: a field the server calls `class` is `class_` on the model.
-        dumped = model.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        dumped = model.__pydantic_serializer__.to_python(model, mode="json", exclude_unset=True, by_alias=True)
         return self._tagged(model, dumped)
 
     def _member_validated(self, member: UnionMember, value: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +207,7 @@ class ActionSpace:
             raise InvalidAction(f"not a valid {member.name} action: {_describe(e)}") from None
         return self._tagged(model, model.model_dump(mode="json", exclude_unset=True, by_alias=True))
 
-    def _tagged(self, model: BaseModel, dumped: Any) -> Any:
+    def _tagged(self, model: BaseModel, dumped: dict[str, Any]) -> dict[str, Any]:
         """A union member's dump always carries its discriminator value, defaulted or not:
         the server's union picks the member by it."""
         union = self.union
@@ -235,7 +237,10 @@ class ActionSpace:
         _, _, best = min(scored, key=lambda t: (t[0], t[1]))
         errors = _errors(best.model, value)
         if not errors and disc is not None and best.tag is not None:
-            return f"not one of the actions {names}; closest to {best.name}: add {json.dumps(disc)}: {json.dumps(best.tag)}"
+            return (
+                f"not one of the actions {names}; closest to {best.name}: "
+                f"add {json.dumps(disc)}: {json.dumps(best.tag)}"
+            )
         if disc is not None and best.tag is not None and value.get(disc) != best.tag:
             shown = _bounded(json.dumps(value[disc])) if disc in value else "missing"
             why = f"{disc} is {shown}, not one of {', '.join(json.dumps(m.tag) for m in union.members)}"
@@ -252,6 +257,15 @@ class ActionSpace:
         # "[crane]" decodes to a list and "42" to an int: a string field takes the raw text.
         raw = value if ftype != "string" or isinstance(value, str) else reply.strip()
         return {field: raw}
+
+    def wire_action(self, action: BaseModel) -> dict[str, Any]:
+        """An already validated action as the server takes it (a union member with its tag)."""
+        return self._tagged(action, action.model_dump(mode="json", exclude_unset=True, by_alias=True))
+
+    def tool_action(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """MCP envs: the call of tool `name`, its arguments checked against the tool's
+        argument model (`InvalidAction` if they do not fit)."""
+        return self._tool_call({"tool": name, "arguments": arguments})
 
     def _tool_call(self, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -152,7 +152,7 @@ class RenderedObservation:
         return parts
 
 
-_CONTENT_PART: TypeAdapter[Any] = TypeAdapter(ContentPart)
+_CONTENT_PART: TypeAdapter[ContentPart] = TypeAdapter(ContentPart)
 
 
 def _verifiers_part(item: Media) -> ContentPart:
@@ -322,8 +322,13 @@ def numeric_metrics(observation: dict[str, Any]) -> dict[str, float]:
 # --- helpers ------------------------------------------------------------------------
 
 
+# `json.dumps(..., ensure_ascii=False)` builds a new encoder every call; this one is built once
+# (same settings, same text) since every step's observation goes through it.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _dumps(observation: dict[str, Any]) -> str:
-    return json.dumps(observation, ensure_ascii=False)
+    return _encode(observation)
 
 
 def _dotted(path: tuple[str | int, ...]) -> str:

@@ -50,13 +50,14 @@ def turn(observation_text: str, space: ActionSpace, reward: float | None = None,
     """One observation as the model reads it (its text rendered by `observations` or the
     package's renderer); `schema=False` when the action is offered as tools (their
     parameters already carry it)."""
-    parts = [f"Observation:\n{observation_text}"]
+    # Built by concatenation, not a list joined: this runs every step.
+    text = f"Observation:\n{observation_text}"
     if reward is not None:
-        parts.append(f"Reward for your last action: {reward:g}")
+        text = f"{text}\n\nReward for your last action: {reward:g}"
     if schema:
         label = "Tools" if space.is_mcp else "Action schema"
-        parts.append(f"{label}:\n{space.prompt_schema_json}")
-    return "\n\n".join(parts)
+        text = f"{text}\n\n{label}:\n{space.prompt_schema_json}"
+    return text
 
 
 def invalid(reason: str, remaining: int) -> str:
