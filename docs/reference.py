@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import json
 import re
 import textwrap
@@ -98,7 +99,7 @@ def cli_reference(root: Any | None = None, prog: str = "openenv-gen") -> str:
     out = [
         "# CLI reference",
         "",
-        "Generated from the typer app in `generator/openenvgen/cli.py` at every build; "
+        "Generated from the typer app in `generator/openenvgen/commands.py` at every build; "
         f"`{prog} COMMAND --help` prints the same text. `{prog} NAME` (no command) means "
         f"`{prog} generate NAME`. Exit codes: see [Exit codes](exit-codes.md).",
         "",
@@ -144,7 +145,7 @@ def field_docstrings(cls: type) -> dict[str, str]:
         return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs = {}
-    for node, after in zip(body, body[1:]):
+    for node, after in itertools.pairwise(body):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(node.target, ast.Name)
@@ -239,18 +240,25 @@ def missing_option_docs(classes: list[type], own: str = "openenvgen_runtime") ->
     ]
 
 
+WIDE_PAGE = ["---", "hide:", "  - toc", "---", ""]
+"""Front matter of a page of wide tables: no table of contents beside them, so that they fit a
+1,400 px window (tests/project/test_docs_layout.py measures them in Chromium)."""
+
+
 def _flag(prefix: str, name: str) -> str:
     return f"--{prefix}.{name.replace('_', '-')}"
 
 
 def _options_table(found: list[Option], prefix: str) -> list[str]:
-    rows = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    # Three columns, the name over its flag and the type over its default, so that the
+    # meaning has room beside them.
+    rows = ["| option | type, default | meaning |", "|---|---|---|"]
     for option in found:
         default = option.default + (f" ({option.constraint})" if option.constraint else "")
         source = "" if option.owner.startswith("openenvgen_runtime") else " *(verifiers)*"
         rows.append(
-            f"| `{option.name}`<br>`{_flag(prefix, option.name)}` | {_cell('`' + option.type + '`')} | {_cell(default)} "
-            f"| {_cell(option.doc)}{source} |"
+            f"| `{option.name}`<br>`{_flag(prefix, option.name)}` | {_cell('`' + option.type + '`')}<br>"
+            f"default {_cell(default)} | {_cell(option.doc)}{source} |"
         )
     return rows
 
@@ -266,6 +274,7 @@ def options_reference() -> str:
     seat = options(InProcessHarnessConfig, own_only=True)
     example = next(o for o in taskset if o.name == "max_servers")
     out = [
+        *WIDE_PAGE,
         "# Taskset options",
         "",
         "Every option of a generated package's taskset: the fields of "
@@ -318,11 +327,13 @@ def options_reference() -> str:
 
 # ---------------------------------------------------------------- exit codes
 
-# Codes the CLI returns itself, not through an error class (generator/openenvgen/cli.py).
+# Codes the CLI returns itself, not through an error class (generator/openenvgen/commands.py).
 CLI_OUTCOMES = {
     0: "success (`check`: everything up to date)",
-    1: "`check`: a generated file is stale, missing, extra or hand-edited; `capture`: an env named with `--only` failed, or none could be captured",
-    2: "`check --upstream`: the environment's live schema (or the `--schema-file` schema) differs from the package's snapshot; a model-level diff is printed",
+    1: "`check`: a generated file is stale, missing, extra or hand-edited; "
+    "`capture`: an env named with `--only` failed, or none could be captured",
+    2: "`check --upstream`: the environment's live schema (or the `--schema-file` schema) differs from the package's "
+    "snapshot; a model-level diff is printed",
     130: "interrupted (Ctrl-C)",
 }
 
@@ -395,10 +406,12 @@ def catalog_reference() -> str:
     commit = source.get("commit", "")
     listed = catalog_json()["envs"]
     out = [
+        *WIDE_PAGE,
         "# The catalog",
         "",
         f"Generated from `generator/openenvgen/catalog/data/catalog.toml` at every build: {len(listed)} envs of "
-        f"[{source.get('repo', 'huggingface/OpenEnv')}](https://github.com/{source.get('repo', 'huggingface/OpenEnv')}) "
+        f"[{source.get('repo', 'huggingface/OpenEnv')}]"
+        f"(https://github.com/{source.get('repo', 'huggingface/OpenEnv')}) "
         f"(commit `{commit[:8]}`), each captured by the project itself "
         "(see [Regeneration and CI](guides/regeneration.md#recapturing-the-catalog)). "
         "`openenv-gen NAME` generates the package of any of them; `openenv-gen list` (or `--json`) "
@@ -414,21 +427,40 @@ def catalog_reference() -> str:
         "*reproducible* (the seed decides the episode), *deterministic* (no randomness seen), "
         "*not_reproducible* (rollouts of one task start from different states), *unmeasured*.",
         "",
-        "| name | env id | package | action | seed | plays an episode here |",
-        "|---|---|---|---|---|---|",
+        # Short cells only: the long texts (actions, hints, why no episode) get tables of their
+        # own below, so that every column fits a 1,400 px window.
+        "| name | env id | package | seed | plays an episode here |",
+        "|---|---|---|---|---|",
     ]
+    about = {env["name"]: raw["envs"].get(env["name"], {}) for env in listed}
+    no_episode = {name: entry["no_episode"] for name, entry in about.items() if "no_episode" in entry}
     for env in listed:
-        entry = raw["envs"].get(env["name"], {})
-        if env["action"] == "mcp":
-            action = "MCP: " + ", ".join(f"`{tool['name']}`" for tool in env["tools"] or [])
-        else:
-            action = "typed: " + ", ".join(f"`{field['name']}`" for field in env["fields"] or [])
-        episode = f"no: {entry['no_episode']}" if "no_episode" in entry else "yes"
+        episode = f"no ([why](#{NO_EPISODE_ANCHOR}))" if env["name"] in no_episode else "yes"
         known = entries.get(env["name"])
         seed = (getattr(known.defaults, "seed_verdict", None) if known else None) or "not measured"
-        out.append(
-            f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {_cell(action)} | {seed} | {_cell(episode)} |"
-        )
+        out.append(f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {seed} | {episode} |")
+    out += [
+        "",
+        f"## Envs that play no episode here {{#{NO_EPISODE_ANCHOR}}}",
+        "",
+        "Each has its package, but no episode of it could be played where the catalog was captured:",
+        "",
+        "| name | why |",
+        "|---|---|",
+        *(f"| {name} | {_cell(why)} |" for name, why in no_episode.items()),
+        "",
+        "## Actions",
+        "",
+        "How each package's model acts (*typed*: the fields of its action model; *MCP*: the tools it calls) "
+        "and what its system prompt tells the model about acting:",
+        "",
+        "| name | action | action hint |",
+        "|---|---|---|",
+        *(
+            f"| {env['name']} | {_cell(_action(env))} | {_cell(about[env['name']].get('action_hint', ''))} |"
+            for env in listed
+        ),
+    ]
     unavailable = raw.get("unavailable", {})
     if unavailable:
         out += [
@@ -441,19 +473,18 @@ def catalog_reference() -> str:
             "|---|---|",
             *(f"| {name} | {_cell(_reason(why))} |" for name, why in unavailable.items()),
         ]
-    out += [
-        "",
-        "## Action hints",
-        "",
-        "What each package's system prompt tells the model about acting:",
-        "",
-        *(
-            f"- **{name}**: {_cell(entry.get('action_hint', ''))}"
-            for name, entry in raw["envs"].items()
-            if entry.get("action_hint")
-        ),
-    ]
     return "\n".join(out) + "\n"
+
+
+NO_EPISODE_ANCHOR = "no-episode-here"
+"""The catalog page's section on the envs that play no episode here."""
+
+
+def _action(env: dict[str, Any]) -> str:
+    """A listed env's action: its MCP tools or its action model's fields, each in code."""
+    if env["action"] == "mcp":
+        return "MCP: " + ", ".join(f"`{tool['name']}`" for tool in env["tools"] or [])
+    return "typed: " + (", ".join(f"`{field['name']}`" for field in env["fields"] or []) or "(no fields)")
 
 
 # ---------------------------------------------------------------- modules
@@ -496,8 +527,10 @@ def _doc(path: Path) -> str:
 
 
 def layers_line(doc: str) -> list[list[str]]:
-    """A docstring's `Layers:` (or `Layers (...):`) line, bottom up: `a, b < c` → [[a, b], [c]]."""
-    line = next((line for line in doc.splitlines() if re.match(r"Layers\b", line)), "")
+    """A docstring's `Layers:` (or `Layers (...):`) line, bottom up: `a, b < c` → [[a, b], [c]].
+    The line may wrap after a `,` or a `<`."""
+    found = re.search(r"^Layers\b(?:.*[,<]\n)*.*", doc, re.MULTILINE)
+    line = " ".join(found.group().split()) if found else ""
     return [[name.strip() for name in part.split(",")] for part in line.split(":", 1)[-1].split(" < ")] if line else []
 
 
@@ -600,6 +633,7 @@ def benchmarks_page(results: str) -> str:
     text = re.sub(r"(?<!!)\[([^\]]+)\]\((?!https?:|#|mailto:)([^)]+)\)", r"\1 (`bench/\2`)", text)
     return "\n".join(
         [
+            *WIDE_PAGE,
             "# Benchmarks",
             "",
             "Speed claims live here, never in timed tests: every ratio is measured side by side in "
