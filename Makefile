@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 GENERATED := $(wildcard generated/*/pyproject.toml)
 
-.PHONY: demo install test test-fast check catalog bench docs clean
+.PHONY: demo install lint test test-fast check catalog bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,17 @@ demo: $(BIN)/python
 		|| { cat build/demo.log; exit 1; }
 	@echo "ready: . $(VENV)/bin/activate && vf-eval wordle-openenv -m MODEL --no-push"
 
-# Generator + schemas + runtime + every checked-in generated package, editable, with the test
-# and docs extras.
+# Generator + schemas + runtime + every checked-in generated package, editable, with the test,
+# docs and lint extras.
 install: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ./tests/support -e ".[test,docs]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ./tests/support -e ".[test,docs,lint]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+
+# The whole repository, generated/ included: ruff's rules and its formatting (both configured
+# in pyproject.toml), then mypy on the packages pyproject.toml's [tool.mypy] names.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
 test: install

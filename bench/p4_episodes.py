@@ -260,7 +260,8 @@ def run_eval(
     if not records:
         result["stderr_tail"] = (out_dir / "stderr.txt").read_text(errors="replace")[-1500:]
     log(
-        f"{adapter:8s} {seat:10s} {episodes}@{concurrency} {result['transport']}: ok {ok}/{episodes}, successful {success}, "
+        f"{adapter:8s} {seat:10s} {episodes}@{concurrency} {result['transport']}: ok {ok}/{episodes}, "
+        f"successful {success}, "
         f"{wall:.1f}s (episodes {episode_phase:.1f}s), {result['successful_per_min']}/min, CPU {cpu:.1f}s, "
         f"peak RSS {result['memory']['peak_rss_mib']} MiB" + (" TIMED OUT" if timed_out else "")
     )
@@ -383,9 +384,10 @@ def p4(quick: bool, workdir: Path, package_dir: Path, model_url: str) -> dict[st
         "title": "episodes on a UV-launched env: runtime (one pool) vs built-in (server per episode)",
         "target": f"every episode ok and ≥ {P4_TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
         "measured": "; ".join(
-            f"{r['episodes']}@{r['concurrency']}: runtime {r['runtime']['ok']}/{r['episodes']} ok, {r['runtime']['successful_per_min']}/min, "
-            f"{r['runtime']['wall_s']} s; built-in {r['builtin']['ok']}/{r['episodes']} ok, {r['builtin']['successful_per_min']}/min, {r['builtin']['wall_s']} s"
-            + (" (stopped at the time limit)" if r["builtin"]["timed_out"] else "")
+            f"{r['episodes']}@{r['concurrency']}: runtime {r['runtime']['ok']}/{r['episodes']} ok, "
+            f"{r['runtime']['successful_per_min']}/min, {r['runtime']['wall_s']} s; "
+            f"built-in {r['builtin']['ok']}/{r['episodes']} ok, {r['builtin']['successful_per_min']}/min, "
+            f"{r['builtin']['wall_s']} s" + (" (stopped at the time limit)" if r["builtin"]["timed_out"] else "")
             for r in compared
         ),
         "ratio": speedup,
@@ -439,7 +441,8 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
     all_ok = all(x["ok"] == episodes for x in runs)
     phase, wall = "successful_per_min_episode_phase", "successful_per_min"
     measured = "; ".join(
-        f"{_key(x)} {x['ok']}/{episodes} ok, episode phase {x['episode_phase_s']} s ({x[phase]}/min), wall {x['wall_s']} s ({x[wall]}/min)"
+        f"{_key(x)} {x['ok']}/{episodes} ok, episode phase {x['episode_phase_s']} s ({x[phase]}/min), "
+        f"wall {x['wall_s']} s ({x[wall]}/min)"
         for x in runs
     )
     server = f"{CONCURRENT_APP} via OpenEnv's UV provider, project {UV_FIXTURE_PROJECT.name}"
@@ -454,8 +457,8 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "title": f"{title}: **seat and adapter together**, ours on its in-process seat vs the built-in on `null`",
             "target": f"all ok and ≥ {P5_TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
             "ratio": both,
-            "ratio_label": f"ours in-process / built-in null, successful per minute over the episode phase (mean of {rounds}); "
-            f"with vf-eval's start-up in the wall time: {_rate_ratio(ours, builtin, wall)}",
+            "ratio_label": "ours in-process / built-in null, successful per minute over the episode phase "
+            f"(mean of {rounds}); with vf-eval's start-up in the wall time: {_rate_ratio(ours, builtin, wall)}",
             "meets_target": all_ok and both is not None and both >= P5_TARGET_SPEEDUP,
             **common,
         },
@@ -464,8 +467,8 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "title": f"{title}: **the adapter alone**, ours vs the built-in, both on `null`",
             "target": "all ok and never slower (≥ 1.0)",
             "ratio": adapter,
-            "ratio_label": f"ours null / built-in null, successful per minute over the episode phase (mean of {rounds}); "
-            f"wall: {_rate_ratio(ours_null, builtin, wall)}",
+            "ratio_label": "ours null / built-in null, successful per minute over the episode phase "
+            f"(mean of {rounds}); wall: {_rate_ratio(ours_null, builtin, wall)}",
             "meets_target": all_ok and adapter is not None and adapter >= 1.0,
             **common,
         },
@@ -474,8 +477,8 @@ def p5(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str) 
             "title": f"{title}: **the seat alone**, ours in-process vs ours on `null`",
             "target": "(informational) what the seat is worth on the same adapter",
             "ratio": seat,
-            "ratio_label": f"ours in-process / ours null, successful per minute over the episode phase (mean of {rounds}); "
-            f"wall: {_rate_ratio(ours, ours_null, wall)}",
+            "ratio_label": "ours in-process / ours null, successful per minute over the episode phase "
+            f"(mean of {rounds}); wall: {_rate_ratio(ours, ours_null, wall)}",
             "meets_target": None,
             **common,
         },
@@ -526,8 +529,9 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
     builtin = slopes["builtin/null"]["median"]
     return {
         "id": "P6",
-        "title": f"CPU-seconds per episode, whole vf-eval process tree: the slope of {repeats} interleaved pairs of runs of N and 4N episodes "
-        f"(N = {sizes['in-process']} in-process, {sizes['null']} on `null`); start-up apart",
+        "title": f"CPU-seconds per episode, whole vf-eval process tree: the slope of {repeats} interleaved pairs "
+        f"of runs of N and 4N episodes (N = {sizes['in-process']} in-process, {sizes['null']} on `null`); "
+        "start-up apart",
         "target": f"≤ {P6_TARGET_CPU_PER_EPISODE:g} CPU-s per episode on the in-process seat (median of the pairs)",
         "measured": "; ".join(
             f"{k}: {slopes[k]['median']} CPU-s/episode (min {slopes[k]['min']}, max {slopes[k]['max']}), "
@@ -535,8 +539,8 @@ def p6(quick: bool, workdir: Path, package_dir: Path, model_url: str, url: str, 
             for k in pairs
         ),
         "ratio": round(null / ours, 1) if ours > 0 else None,
-        "ratio_label": f"seat: ours null / ours in-process CPU-s per episode (medians); adapter: built-in null / ours null "
-        f"{round(builtin / null, 2) if null > 0 else 'n/a'}",
+        "ratio_label": "seat: ours null / ours in-process CPU-s per episode (medians); "
+        f"adapter: built-in null / ours null {round(builtin / null, 2) if null > 0 else 'n/a'}",
         "meets_target": all_ok and ours <= P6_TARGET_CPU_PER_EPISODE,
         "details": {"slopes": slopes, "startup": startup, "pairs": pairs},
     }

@@ -62,7 +62,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     BENCH,
     CONCURRENT_APP,
     DelayedModel,
@@ -195,7 +195,7 @@ async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int,
                     client=client_config, model="scripted-model", sampling=SamplingConfig(), task_data=data
                 )
                 ok, success, error = _outcome(episode)
-            except Exception as e:  # noqa: BLE001 - a failed request is a failed episode
+            except Exception as e:  # a failed request is a failed episode
                 ok, success, error = False, False, f"{type(e).__name__}: {str(e)[:160]}"
             finally:
                 counts["in_flight"] -= 1
@@ -284,8 +284,9 @@ def served_run(
     if played["ok"] < n:
         result["server_log_tail"] = (out_dir / "server.log").read_text(errors="replace")[-1500:]
     log(
-        f"P8 {adapter:8s} {workers} worker(s) {n}@{concurrency}: ok {played['ok']}/{n}, successful {played['successful']}, "
-        f"{played['wall_s']:.1f}s ({result['successful_per_min']}/min), CPU {run_cpu:.2f}s ({result['cpu_s_per_episode']}/episode), "
+        f"P8 {adapter:8s} {workers} worker(s) {n}@{concurrency}: ok {played['ok']}/{n}, "
+        f"successful {played['successful']}, {played['wall_s']:.1f}s ({result['successful_per_min']}/min), "
+        f"CPU {run_cpu:.2f}s ({result['cpu_s_per_episode']}/episode), "
         f"start-up {startup_wall:.1f}s / {startup_cpu:.1f} CPU-s, peak in flight {played['peak_in_flight']}"
     )
     return result
@@ -403,21 +404,28 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
     measured = "; ".join(
-        f"{w} worker(s): ours {pick('runtime', w)['ok']}/{episodes} ok, {pick('runtime', w)['successful_per_min']}/min, "
-        f"{pick('runtime', w)['cpu_s_per_episode']} CPU-s/episode (start-up {pick('runtime', w)['startup_cpu_s']} CPU-s); "
+        f"{w} worker(s): ours {pick('runtime', w)['ok']}/{episodes} ok, "
+        f"{pick('runtime', w)['successful_per_min']}/min, {pick('runtime', w)['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {pick('runtime', w)['startup_cpu_s']} CPU-s); "
         f"built-in {pick('builtin', w)['ok']}/{episodes} ok, {pick('builtin', w)['successful_per_min']}/min, "
-        f"{pick('builtin', w)['cpu_s_per_episode']} CPU-s/episode (start-up {pick('builtin', w)['startup_cpu_s']} CPU-s)"
+        f"{pick('builtin', w)['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {pick('builtin', w)['startup_cpu_s']} CPU-s)"
         for w in (1, 2)
     ) + (
-        f"; ours in one `vf-eval` process: {vf_eval['ok']}/{episodes} ok, {vf_eval['successful_per_min_episode_phase']}/min over its episode phase; "
+        f"; ours in one `vf-eval` process: {vf_eval['ok']}/{episodes} ok, "
+        f"{vf_eval['successful_per_min_episode_phase']}/min over its episode phase; "
         f"memory at {MEMORY_IN_FLIGHT} in flight on one worker: {memory['pss_mib_per_in_flight_episode']} MiB PSS "
-        f"({memory['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode (peak in flight {memory['peak_in_flight']})"
+        f"({memory['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode "
+        f"(peak in flight {memory['peak_in_flight']})"
     )
     return [
         {
             "id": "P8",
-            "title": f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes ({tasks} tasks × {ROLLOUTS_PER_TASK}) at {concurrency} in flight: ours on its default seat vs the built-in on `null`",
-            "target": f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); ≤ {TARGET_CPU_PER_EPISODE} CPU-s per episode, whole server process tree",
+            "title": f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes "
+            f"({tasks} tasks × {ROLLOUTS_PER_TASK}) at {concurrency} in flight: "
+            "ours on its default seat vs the built-in on `null`",
+            "target": f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); "
+            f"≤ {TARGET_CPU_PER_EPISODE} CPU-s per episode, whole server process tree",
             "measured": measured,
             "ratio": ratios[1],
             "ratio_text": " / ".join("n/a" if ratios[w] is None else f"{ratios[w]:.2f}" for w in (1, 2)),

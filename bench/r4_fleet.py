@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (  # noqa: E402
+from common import (
     BENCH,
     CONCURRENT_APP,
     ENV_ID,
@@ -55,9 +55,9 @@ from common import (  # noqa: E402
     write_eval_config,
 )
 
-from openenvgen_schemas.processes import stop_process_group  # noqa: E402
-from openenvgen_schemas.wire import health  # noqa: E402
-from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT  # noqa: E402
+from openenvgen_schemas.processes import stop_process_group
+from openenvgen_schemas.wire import health
+from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT
 
 SCRIPT = ['{"guess": 3}', "7"]
 TURNS_PER_EPISODE = len(SCRIPT)
@@ -258,7 +258,7 @@ def one_run(
     # The restarted process counts from 0: all its resets came after its return.
     taken = [
         (after - (0 if (s is victim and "restarted" in event) else (before or 0))) if after is not None else None
-        for s, before, after in zip(fleet, resets_before, resets_after)
+        for s, before, after in zip(fleet, resets_before, resets_after, strict=True)
     ]
     probe = _pool_lines(out_dir / "pool.jsonl")
     victim_active_after_return = (
@@ -318,7 +318,7 @@ def one_run(
         "model_turns_at_kill": event.get("model_turns_at_kill"),
         "killed_server_down_s": event.get("down_s"),
         "back_while_running": event.get("back_while_running"),
-        "episodes_begun_per_server": dict(zip([s.url for s in fleet], taken)),
+        "episodes_begun_per_server": dict(zip([s.url for s in fleet], taken, strict=True)),
         "killed_server_episodes_after_return": victim_taken,
         "killed_server_peak_sessions_after_return": max(victim_active_after_return, default=0),
         "down_warnings": stderr_text.count("is down ("),
@@ -374,18 +374,23 @@ def run(
             server.stop()
     plain, retried = runs
     measured = "; ".join(
-        f"retries {x['retries']}: {x['ok']}/{episodes} ok ({x['failed']} failed: {x['failed_stop_conditions'] or 'none'}; "
-        f"{x['in_flight_on_killed_server']} in flight on the killed server by the pool's count), killed server back after "
-        f"{x['killed_server_down_s']} s {'while the run went on' if x['back_while_running'] else 'only after the run ended'}, "
-        f"then took {x['killed_server_episodes_after_return']} new episodes (up to {x['killed_server_peak_sessions_after_return']} at once), "
+        f"retries {x['retries']}: {x['ok']}/{episodes} ok "
+        f"({x['failed']} failed: {x['failed_stop_conditions'] or 'none'}; "
+        f"{x['in_flight_on_killed_server']} in flight on the killed server by the pool's count), "
+        f"killed server back after {x['killed_server_down_s']} s "
+        f"{'while the run went on' if x['back_while_running'] else 'only after the run ended'}, "
+        f"then took {x['killed_server_episodes_after_return']} new episodes "
+        f"(up to {x['killed_server_peak_sessions_after_return']} at once), "
         f"{x['wall_s']} s"
         for x in (plain, retried)
     )
     return [
         {
             "id": "R4",
-            "title": f"fleet of {servers} under load ({episodes}@{concurrency}), one server killed and restarted mid-run",
-            "target": "the killed server returns mid-run and takes new episodes; no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
+            "title": f"fleet of {servers} under load ({episodes}@{concurrency}), "
+            "one server killed and restarted mid-run",
+            "target": "the killed server returns mid-run and takes new episodes; "
+            "no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
             "measured": measured,
             "ratio": round(retried["ok"] / episodes, 3),
             "ratio_label": "ok fraction with retries",

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, fmt_ratio, git_state, load_average, log, machine  # noqa: E402
+from common import BENCH, fmt_ratio, git_state, load_average, log, machine
 
 ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "P8")
 
@@ -89,7 +89,7 @@ def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
     before = load_average()
     try:
         out = fn()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         log(f"{name} failed: {e}")
         return [
             {
@@ -138,9 +138,11 @@ def _header(m: dict[str, Any]) -> list[str]:
     else:
         commit = f"git {git}"
     return [
-        f"- **Run**: `{m.get('command', 'python bench/run.py')}`, {m['mode']} mode, {m['date']}, {m['bench_minutes']} min.",
+        f"- **Run**: `{m.get('command', 'python bench/run.py')}`, {m['mode']} mode, {m['date']}, "
+        f"{m['bench_minutes']} min.",
         f"- **Code**: {commit}.",
-        f"- **Machine**: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Python {m['python']}, {m['uv']}, {m['platform']}.",
+        f"- **Machine**: {m['nproc']} CPUs ({m['cpu']}), {m['ram_gib']} GiB RAM, Python {m['python']}, {m['uv']}, "
+        f"{m['platform']}.",
         f"- **Load** average (1/5/15 min): {m['load_average_start']} at the start, {m['load_average_end']} at the end; "
         "each benchmark's and each run's own load is in its row. The machine is shared with other work: single figures "
         "are noisy, and comparisons are made side by side in one run, interleaved.",
@@ -210,7 +212,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         load = r.get("load_average", {})
         load_text = f"{load['before'][0]}→{load['after'][0]}" if load else ""
         out.append(
-            f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} | {_mark(r.get('meets_target'))} | {load_text} |"
+            f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} "
+            f"| {_mark(r.get('meets_target'))} | {load_text} |"
         )
     rows = []
     for owner, x in _vf_eval_runs(report):
@@ -219,10 +222,11 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{k} {v['processes']}× {v['rss_mib']:.0f}" for k, v in mem.get("at_peak_rss_by_kind", {}).items()
         )
         rows.append(
-            f"| {owner} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} | {_transport(x)} | {x['ok']}/{x['episodes']} | "
-            f"{x['successful']} | {x['wall_s']} | {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} | "
-            f"{mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | {mem['peak_processes']} | {kinds} | {_errors(x)} | "
-            f"{x['load_average_before'][0]}→{x['load_average_after'][0]} |"
+            f"| {owner} | {x['adapter']} | {x.get('seat', 'null')} | {x['episodes']}@{x['concurrency']} "
+            f"| {_transport(x)} | {x['ok']}/{x['episodes']} | {x['successful']} | {x['wall_s']} "
+            f"| {x.get('episode_phase_s', '—')} | {x['successful_per_min']} | {x.get('cpu_s', '—')} "
+            f"| {mem['peak_rss_mib']:.0f} | {mem['peak_pss_mib']:.0f} | {mem['peak_processes']} | {kinds} "
+            f"| {_errors(x)} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
         )
     if rows:
         out += [
@@ -231,7 +235,9 @@ def to_markdown(report: dict[str, Any]) -> str:
             "",
             "Memory is the whole process tree (vf-eval, env servers it launches, harness programs).",
             "",
-            "| | adapter | seat | episodes@concurrency | transport | ok | successful | wall s | episode phase s | successful/min (wall) | CPU s (tree) | peak RSS MiB | peak PSS MiB | peak processes | RSS MiB at peak, by kind | errors | load 1-min before→after |",
+            "| | adapter | seat | episodes@concurrency | transport | ok | successful | wall s | episode phase s "
+            "| successful/min (wall) | CPU s (tree) | peak RSS MiB | peak PSS MiB | peak processes "
+            "| RSS MiB at peak, by kind | errors | load 1-min before→after |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *rows,
         ]
@@ -254,16 +260,19 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def _served_table(d: dict[str, Any]) -> list[str]:
     lines = [
-        "| side | seat | workers | episodes@in flight | ok | successful | episode phase s | successful/min | CPU-s per episode (server tree) | start-up s / CPU-s | peak RSS / PSS MiB (server tree) | errors | load 1-min before→after |",
+        "| side | seat | workers | episodes@in flight | ok | successful | episode phase s | successful/min "
+        "| CPU-s per episode (server tree) | start-up s / CPU-s | peak RSS / PSS MiB (server tree) | errors "
+        "| load 1-min before→after |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in [*d["served_runs"], d["memory_run"]]:
         mem = x["memory"]
         errors = "; ".join(f"{v}× {k}" for k, v in x["errors"].items()).replace("|", "/") or "none"
         lines.append(
-            f"| {'ours' if x['adapter'] == 'runtime' else 'built-in'} | {x['seat']} | {x['workers']} | {x['episodes']}@{x['concurrency']} "
-            f"(peak {x['peak_in_flight']}) | {x['ok']}/{x['episodes']} | {x['successful']} | {x['episode_phase_s']} | {x['successful_per_min']} | "
-            f"{x['cpu_s_per_episode']} | {x['startup_wall_s']} / {x['startup_cpu_s']} | {mem['peak_rss_mib']:.0f} / {mem['peak_pss_mib']:.0f} | "
+            f"| {'ours' if x['adapter'] == 'runtime' else 'built-in'} | {x['seat']} | {x['workers']} "
+            f"| {x['episodes']}@{x['concurrency']} (peak {x['peak_in_flight']}) | {x['ok']}/{x['episodes']} "
+            f"| {x['successful']} | {x['episode_phase_s']} | {x['successful_per_min']} | {x['cpu_s_per_episode']} "
+            f"| {x['startup_wall_s']} / {x['startup_cpu_s']} | {mem['peak_rss_mib']:.0f} / {mem['peak_pss_mib']:.0f} | "
             f"{errors} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
         )
     v = d["vf_eval_run"]
@@ -272,14 +281,16 @@ def _served_table(d: dict[str, Any]) -> list[str]:
         "",
         f"Ours through one `vf-eval` process, same tasks and concurrency: {v['ok']}/{v['episodes']} ok, "
         f"{v['successful_per_min_episode_phase']}/min over its episode phase ({v['episode_phase_s']} s), "
-        f"{v['successful_per_min']}/min over its wall time ({v['wall_s']} s). Served / `vf-eval` successful per minute: "
+        f"{v['successful_per_min']}/min over its wall time ({v['wall_s']} s). "
+        "Served / `vf-eval` successful per minute: "
         + ", ".join(f"{w} worker(s) {r}" for w, r in d["served_over_vf_eval_by_workers"].items())
         + ".",
         "",
-        f"Memory at {mr['peak_in_flight']} episodes in flight on one worker (the last row; the model answers each turn late "
-        f"so they overlap): server tree idle after warm-up {mr['memory_idle']['peak_pss_mib']:.0f} MiB PSS / "
-        f"{mr['memory_idle']['peak_rss_mib']:.0f} MiB RSS, peak {mr['memory']['peak_pss_mib']:.0f} / {mr['memory']['peak_rss_mib']:.0f}: "
-        f"**{mr['pss_mib_per_in_flight_episode']} MiB PSS ({mr['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode**.",
+        f"Memory at {mr['peak_in_flight']} episodes in flight on one worker (the last row; the model answers each turn "
+        f"late so they overlap): server tree idle after warm-up {mr['memory_idle']['peak_pss_mib']:.0f} MiB PSS / "
+        f"{mr['memory_idle']['peak_rss_mib']:.0f} MiB RSS, peak {mr['memory']['peak_pss_mib']:.0f} / "
+        f"{mr['memory']['peak_rss_mib']:.0f}: **{mr['pss_mib_per_in_flight_episode']} MiB PSS "
+        f"({mr['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode**.",
     ]
     return lines
 
@@ -292,22 +303,27 @@ def _p6_table(d: dict[str, Any]) -> list[str]:
     for side, pairs in d["pairs"].items():
         for p in pairs:
             lines.append(
-                f"| {side} | {p['n']} | {p['cpu_s_n']} | {p['cpu_s_4n']} | {p['slope']} | {p['startup_cpu_s']} | {p['ok']}/{p['episodes']} |"
+                f"| {side} | {p['n']} | {p['cpu_s_n']} | {p['cpu_s_4n']} | {p['slope']} | {p['startup_cpu_s']} "
+                f"| {p['ok']}/{p['episodes']} |"
             )
     return lines
 
 
 def _r4_table(d: dict[str, Any]) -> list[str]:
     lines = [
-        "| retries | ok | failed (stop conditions) | in flight on the killed server (pool's count) | down s | back while running | episodes begun per server (server counters) | killed server's peak sessions after return | wall s | episode retries | pool log: down / back |",
+        "| retries | ok | failed (stop conditions) | in flight on the killed server (pool's count) | down s "
+        "| back while running | episodes begun per server (server counters) "
+        "| killed server's peak sessions after return | wall s | episode retries | pool log: down / back |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in d["fleet_runs"]:
         per_server = ", ".join(str(v) for v in x["episodes_begun_per_server"].values())
         lines.append(
-            f"| {x['retries']} | {x['ok']}/{x['episodes']} | {x['failed']} ({x['failed_stop_conditions'] or 'none'}) | {x['in_flight_on_killed_server']} | "
-            f"{x['killed_server_down_s']} | {_mark(x['back_while_running'])} | {per_server} (the killed one first: after its return) | "
-            f"{x['killed_server_peak_sessions_after_return']} | {x['wall_s']} | {x['episode_retries']} | {x['down_warnings']} / {x['back_notices']} |"
+            f"| {x['retries']} | {x['ok']}/{x['episodes']} | {x['failed']} ({x['failed_stop_conditions'] or 'none'}) "
+            f"| {x['in_flight_on_killed_server']} | {x['killed_server_down_s']} | {_mark(x['back_while_running'])} "
+            f"| {per_server} (the killed one first: after its return) "
+            f"| {x['killed_server_peak_sessions_after_return']} | {x['wall_s']} | {x['episode_retries']} "
+            f"| {x['down_warnings']} / {x['back_notices']} |"
         )
     return lines
 
@@ -351,9 +367,10 @@ def _detail(r: dict[str, Any]) -> str:
                 f"{k} {v['cumulative_s']:.3f} s" for k, v in d.get("cprofile_cold", {}).items() if isinstance(v, dict)
             )
             extra = (
-                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports "
-                f"({cold_top}); cProfile {cold_prof}."
-                f" Regenerating in place (no scaffold): {again.get('modules_imported')} modules, {again.get('import_total_ms')} ms of imports."
+                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of "
+                f"imports ({cold_top}); cProfile {cold_prof}."
+                f" Regenerating in place (no scaffold): {again.get('modules_imported')} modules, "
+                f"{again.get('import_total_ms')} ms of imports."
                 f" Importing verifiers.v1 alone costs {d.get('verifiers_import_vs_generation')}× the whole generation, "
                 f"OpenEnv's client {d.get('openenv_client_import_vs_generation')}×."
             )
@@ -366,22 +383,27 @@ def _detail(r: dict[str, Any]) -> str:
             )
             extra = (
                 f" Packages: {', '.join(d.get('packages', []))}."
-                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of imports; cProfile {cold_prof}."
-                f" Per extra package {d.get('per_package_s')} s, fixed cost {d.get('fixed_s')} s; exit codes {d.get('exit_codes')}"
+                f" With no model cache: {cold.get('modules_imported')} modules, {cold.get('import_total_ms')} ms of "
+                f"imports; cProfile {cold_prof}."
+                f" Per extra package {d.get('per_package_s')} s, fixed cost {d.get('fixed_s')} s; "
+                f"exit codes {d.get('exit_codes')}"
                 + (f"; not up to date: {d['not_up_to_date'][:3]}" if d.get("not_up_to_date") else "")
                 + "."
             )
         return (
             f"medians: {med}. Imports: {imp.get('modules_imported')} modules, {imp.get('import_total_ms')} ms "
-            f"(by package, ms: {top}); verifiers/openenv imported: {imp.get('imports_verifiers_or_openenv') or 'none'}. "
+            f"(by package, ms: {top}); "
+            f"verifiers/openenv imported: {imp.get('imports_verifiers_or_openenv') or 'none'}. "
             f"cProfile (cumulative, imports inside included): {prof_text}.{extra}"
         )
     if r["id"] == "P3":
         return (
-            f"{d.get('steps_each')} steps each, alternating; p10/p50/p90 µs raw {d.get('raw_us_per_step_p10_p50_p90')}, "
+            f"{d.get('steps_each')} steps each, alternating; "
+            f"p10/p50/p90 µs raw {d.get('raw_us_per_step_p10_p50_p90')}, "
             f"runtime {d.get('runtime_us_per_step_p10_p50_p90')}; ratio of means {d.get('ratio_of_means')}. "
             f"In place, µs over raw (p50): {d.get('in_place_us_over_raw_p50')}. Hot loop without I/O (µs): "
-            f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give {d.get('expected_ratio_from_cpu')}."
+            f"{d.get('runtime_cpu_us_per_step_no_io')}; ratio that hot-loop CPU alone would give "
+            f"{d.get('expected_ratio_from_cpu')}."
         )
     if r["id"] == "P6":
         return (

@@ -14,23 +14,26 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.openenv_private import openenv_module
 from openenvgen_runtime.provider import free_port
 
-LocalDockerProvider = openenv_module("openenv.core.containers.runtime").LocalDockerProvider
+if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
+    from openenv.core.containers.runtime import LocalDockerProvider
+else:
+    LocalDockerProvider = openenv_module("openenv.core.containers.runtime").LocalDockerProvider
 
 
-class DockerServer(LocalDockerProvider):  # type: ignore[misc,valid-type]
+class DockerServer(LocalDockerProvider):
     """OpenEnv's local Docker provider with labelled containers on a loopback port."""
 
     def __init__(
         self, image: str, *, labels: dict[str, str], port: int | None = None, env_vars: dict[str, str] | None = None
     ) -> None:
-        super().__init__()  # RuntimeError when no Docker answers
+        super().__init__()  # type: ignore[no-untyped-call]  # OpenEnv's is unannotated; RuntimeError when no Docker answers
         self.image = image
         self.labels = labels
         self.port = port

@@ -70,6 +70,7 @@ def _answer(calls: list[ToolCallRequest], content: str | list[Any]) -> str | lis
     """The next turn: `content` as the user's message, or as the result of each tool call
     (every call gets one, so the conversation stays well-formed). A tool result carries
     text only: attachments follow it in a user message."""
+    text: str
     if not isinstance(content, str):
         text, attachments = content[0].text, content[1:]
         if not calls:

@@ -48,19 +48,22 @@ def openenv_module(name: str) -> ModuleType:
 def git_url_prefix() -> str:
     """`uv_provider.GIT_URL_PREFIX` (not exported): marks a `project_path` that is a git URL
     to clone, as OpenEnv's `UVProvider` reads it."""
-    return openenv_module(UV_PROVIDER_MODULE).GIT_URL_PREFIX  # type: ignore[no-any-return]
+    prefix: str = openenv_module(UV_PROVIDER_MODULE).GIT_URL_PREFIX
+    return prefix
 
 
 def clone_git_project(git_url: str, timeout_s: float) -> str:
     """`uv_provider._clone_git_project`: clone a `git+URL` project to a temporary folder and
     return it. Public only inside `UVProvider.start`, which the runtime replaces (it logs
     the server's output and owns its process group)."""
-    return openenv_module(UV_PROVIDER_MODULE)._clone_git_project(git_url, timeout_s)  # type: ignore[no-any-return]
+    folder: str = openenv_module(UV_PROVIDER_MODULE)._clone_git_project(git_url, timeout_s)
+    return folder
 
 
 def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, project_path: str) -> list[str]:
     """`uv_provider._create_uv_command`: the `uv run ... uvicorn APP` command OpenEnv's
     `UVProvider.start` runs; the runtime runs that same command its own way (see `uv_provider`)."""
-    return openenv_module(UV_PROVIDER_MODULE)._create_uv_command(  # type: ignore[no-any-return]
+    command: list[str] = openenv_module(UV_PROVIDER_MODULE)._create_uv_command(
         host=host, port=port, reload=reload, workers=workers, app=app, project_path=project_path
     )
+    return command

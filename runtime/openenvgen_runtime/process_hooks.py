@@ -54,5 +54,5 @@ def _install_error_hook() -> None:
         else:
             previous(kind, error, tb)
 
-    hook.openenvgen = True  # type: ignore[attr-defined]
+    hook.openenvgen = True  # type: ignore[attr-defined]  # our mark on the function, checked above
     sys.excepthook = hook

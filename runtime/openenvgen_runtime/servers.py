@@ -9,7 +9,7 @@ with the generator.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -17,6 +17,10 @@ import httpx
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider
 from openenvgen_schemas.wire import WireError, read_interface_async
+
+if TYPE_CHECKING:  # annotations only: `observations` imports verifiers, which a server does not need
+    from openenvgen_runtime.actions import ActionSpace
+    from openenvgen_runtime.observations import ObservationView
 
 
 @dataclass(eq=False)
@@ -31,9 +35,9 @@ class Server:
     """Most concurrent sessions; None until the server refuses one."""
     schema: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] | None = None
-    action_space: Any = None
+    action_space: ActionSpace | None = None
     """The taskset's ActionSpace for this server's schema, built on first use."""
-    observation_view: Any = None
+    observation_view: ObservationView | None = None
     """The taskset's ObservationView for this server (its assets), built on first use."""
     down: str | None = None
     """Why the server gets no new episodes; None while it is healthy."""

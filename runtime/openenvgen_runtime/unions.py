@@ -58,7 +58,7 @@ def union_of(model: type[BaseModel]) -> UnionAction | None:
     discriminator = named or discriminator_property({}, schemas)
     members: list[UnionMember] = []
     taken: set[str] = set()
-    for member, schema in zip(args, schemas):
+    for member, schema in zip(args, schemas, strict=True):
         tag = tag_value((schema.get("properties") or {}).get(discriminator)) if discriminator else None
         name = tag if isinstance(tag, str) and _TOOL_NAME.match(tag) else _snake(member.__name__)
         base, n = name, 2

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime import openenv_private
 from openenvgen_runtime.errors import LaunchError
@@ -33,7 +33,10 @@ COMMAND_PREFIX = "$ "
 """Starts the first line of a UV server's log: the command that was run."""
 _PR_SET_PDEATHSIG = 1
 
-UVProvider = openenv_private.openenv_module("openenv.core.containers.runtime").UVProvider
+if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
+    from openenv.core.containers.runtime import UVProvider
+else:
+    UVProvider = openenv_private.openenv_module("openenv.core.containers.runtime").UVProvider
 
 
 def _die_with_parent() -> None:
@@ -45,7 +48,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-class UVServer(UVProvider):  # type: ignore[misc,valid-type]
+class UVServer(UVProvider):
     """OpenEnv's UV provider with the server's output logged and its process group owned."""
 
     def __init__(self, *, port: int | None = None, workers: int = 1, **options: Any) -> None:

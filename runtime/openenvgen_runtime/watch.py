@@ -81,7 +81,7 @@ class HealthWatch:
         fleet = self.fleet
         launched = [(s, s.provider) for s in fleet.servers if s.provider is not None and not fleet.config.use_swarm]
         codes = await asyncio.gather(*(asyncio.to_thread(provider.exit_code) for _, provider in launched))
-        for (server, _), code in zip(launched, codes):
+        for (server, _), code in zip(launched, codes, strict=True):
             if code is not None and not fleet.closed and await fleet.remove(server):
                 self._background(self._replace(server, code))
         replicas_missing = any(s.down for s in fleet.servers) or len(fleet.servers) < fleet.config.replicas
@@ -89,7 +89,7 @@ class HealthWatch:
             await self._refresh_replicas()
         down = [s for s in fleet.servers if s.down is not None]
         reasons = await asyncio.gather(*(health_async(self.http, s.url) for s in down))
-        for server, reason in zip(down, reasons):
+        for server, reason in zip(down, reasons, strict=True):
             if reason is None:
                 await fleet.mark_up(server)
             elif reason != server.down:

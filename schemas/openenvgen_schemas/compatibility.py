@@ -230,8 +230,9 @@ def _listed_values(schema: dict[str, Any]) -> list[Any] | None:
 def _branches(schema: dict[str, Any]) -> list[Any] | None:
     """The `anyOf`/`oneOf` alternatives of a schema; None when it has none."""
     for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return schema[key]
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            return branches
     return None
 
 
@@ -263,15 +264,15 @@ def _compare_types(
         else:
             out.append(Change("major", path, f"retyped: {shown}"))
     values_before, values_after = _values(old), _values(new)
-    if values_before != values_after and not (values_before is None and values_after is None):
+    if values_before != values_after:
         listed_before, listed_after = _listed_values(old), _listed_values(new)
-        if values_after is None:
+        if values_before is not None and values_after is None:
             what = f"allowed values no longer restricted (were {_show_values(values_before)})"
             out.append(Change(_relaxes(direction), path, what, listed_before, None))
-        elif values_before is None:
+        elif values_before is None and values_after is not None:
             what = f"allowed values restricted to {_show_values(values_after)}"
             out.append(Change(_restricts(direction), path, what, None, listed_after))
-        else:
+        elif values_before is not None and values_after is not None:
             removed, added = values_before - values_after, values_after - values_before
             shown = f"{_show_values(values_before)} → {_show_values(values_after)}"
             if removed:
@@ -379,7 +380,7 @@ def _compare_arrays(
         if len(before_tuple) != len(after_tuple):
             what = f"tuple length changed: {len(before_tuple)} → {len(after_tuple)}"
             out.append(Change("major", f"{path}[]", what))
-        for i, (a, b) in enumerate(zip(before_tuple, after_tuple)):
+        for i, (a, b) in enumerate(zip(before_tuple, after_tuple, strict=False)):  # the common prefix
             _compare(a, b, f"{path}[{i}]", direction, out)
 
 

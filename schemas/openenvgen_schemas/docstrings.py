@@ -92,7 +92,8 @@ def documented_args(description: str) -> dict[str, str]:
                 continue
             if len(line) - len(line.lstrip()) == entry_indent:
                 numpy, google = _NUMPY_ARG.match(text), _GOOGLE_ARG.match(text)
-                current = (numpy or google).group(1) if (numpy or google) else None
+                matched = numpy or google
+                current = matched.group(1) if matched else None
                 if current is not None:
                     out[current] = google.group(2) if google and not numpy else ""
             elif current is not None:

@@ -75,32 +75,46 @@ __all__ = [
 ]
 
 
+# Read-only properties, so frozen dataclasses (`ToolSpec`, `EnvSpec`, the runtime's interfaces) match.
 class Tool(Protocol):
     """An MCP tool as the diff reads it (a `ToolSpec`, or the same read from a live server)."""
 
-    name: str
-    description: str
-    input_schema: dict[str, Any]
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
 
 
 class Interface(Protocol):
     """What a model exchanges with an env (an EnvSpec, or the same read from a live server)."""
 
-    is_mcp: bool
-    action_schema: dict[str, Any]
-    observation_schema: dict[str, Any]
-    tools: Iterable[Tool] | None
+    @property
+    def is_mcp(self) -> bool: ...
+    @property
+    def action_schema(self) -> dict[str, Any]: ...
+    @property
+    def observation_schema(self) -> dict[str, Any]: ...
+    @property
+    def tools(self) -> Iterable[Tool] | None: ...
+
     # Also read, when present: `reset_observation_schema` (None: reset returns a step observation).
 
 
 class Spec(Interface, Protocol):
     """An EnvSpec: the interface plus the env's identity, metadata and defaults."""
 
-    name: str
-    package: str
-    env_id: str
-    metadata: Any
-    defaults: Any
+    @property
+    def name(self) -> str: ...
+    @property
+    def package(self) -> str: ...
+    @property
+    def env_id(self) -> str: ...
+    @property
+    def metadata(self) -> Any: ...
+    @property
+    def defaults(self) -> Any: ...
 
 
 def is_mcp_action(action_schema: dict[str, Any]) -> bool:

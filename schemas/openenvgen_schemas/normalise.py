@@ -76,7 +76,8 @@ def inline_refs(schema: dict[str, Any], *, max_depth: int = 256) -> dict[str, An
             return [resolve(v, depth + 1, expanding) for v in node]
         return node
 
-    return resolve(schema, 0, frozenset())
+    inlined: dict[str, Any] = resolve(schema, 0, frozenset())  # a dict resolves to a dict
+    return inlined
 
 
 def drop_titles(node: Any) -> Any:
@@ -146,14 +147,15 @@ def _drop_factory_defaults(ours: Any, server: Any) -> Any:
     """`ours` without each `default` the server's schema lacks at the same place."""
     if not isinstance(ours, dict) or not isinstance(server, dict):
         return ours
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in ours.items():
         if key == "default" and "default" not in server:
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict) and isinstance(server.get(key), dict):
             out[key] = {n: _drop_factory_defaults(s, server[key].get(n)) for n, s in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list) and isinstance(server.get(key), list):
-            out[key] = [_drop_factory_defaults(s, t) for s, t in zip(value, server[key])] + value[len(server[key]) :]
+            pairs = zip(value, server[key], strict=False)  # ours may be longer: the rest is kept as is
+            out[key] = [_drop_factory_defaults(s, t) for s, t in pairs] + value[len(server[key]) :]
         elif key in _SCHEMA_VALUES and isinstance(value, dict):
             out[key] = _drop_factory_defaults(value, server.get(key))
         else:
@@ -184,8 +186,9 @@ def union_branches(schema: Any) -> list[Any] | None:
     if not isinstance(schema, dict) or "properties" in schema:
         return None
     for key in UNION_KEYS:
-        if isinstance(schema.get(key), list):
-            return schema[key]
+        branches = schema.get(key)
+        if isinstance(branches, list):
+            return branches
     return None
 
 
@@ -193,8 +196,9 @@ def discriminator_property(schema: dict[str, Any], members: list[dict[str, Any]]
     """The property telling a union's members apart: its `discriminator`, else one all fix to distinct consts."""
     # The latter is how a Pydantic tagged union tells them apart when no `discriminator` is written.
     named = schema.get("discriminator")
-    if isinstance(named, dict) and isinstance(named.get("propertyName"), str):
-        return named["propertyName"]
+    named_property = named.get("propertyName") if isinstance(named, dict) else None
+    if isinstance(named_property, str):
+        return named_property
     common: set[str] | None = None
     for member in members:
         fixed = {name for name, prop in (member.get("properties") or {}).items() if tag_value(prop) is not None}
@@ -249,10 +253,11 @@ def union_members(schema: dict[str, Any]) -> list[UnionMember] | None:
 
 def normalise(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with local `$ref`s inlined and every other rule of this module's docstring applied."""
-    return drop_titles(inline_refs(schema))
+    normalised: dict[str, Any] = drop_titles(inline_refs(schema))  # a dict stays a dict
+    return normalised
 
 
 def equivalent(ours: dict[str, Any], server: dict[str, Any]) -> bool:
     """Whether a generated model's schema equals the server's after normalisation."""
     server_n = normalise(server)
-    return _drop_factory_defaults(normalise(ours), server_n) == server_n
+    return bool(_drop_factory_defaults(normalise(ours), server_n) == server_n)

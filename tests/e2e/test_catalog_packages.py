@@ -416,7 +416,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Played]:
 
             return await asyncio.gather(*(run_one(c) for c in configs.values()), return_exceptions=True)
 
-        for name, outcome in zip(configs, asyncio.run(run_all())):
+        for name, outcome in zip(configs, asyncio.run(run_all()), strict=True):
             if isinstance(outcome, BaseException):
                 results[name].error = outcome
             else:
@@ -449,7 +449,8 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
 
     assert len(run.model.requests) == len(recording.steps)
     observations = [recording.reset["observation"], *(s.reply["observation"] for s in recording.steps)]
-    for request, observation in zip(run.model.requests, observations):
+    # The observation that ends the episode is never shown: one request fewer than observations.
+    for request, observation in zip(run.model.requests, observations, strict=False):
         user = [m for m in request["messages"] if m["role"] == "user"][-1]
         text = message_text(user["content"])
         for key in observation:

@@ -84,7 +84,7 @@ def test_a_missing_help_or_docstring_is_caught() -> None:
 
 def test_the_options_page_lists_every_field_as_a_flag_and_a_toml_key() -> None:
     page = reference.options_reference()
-    for name, field in AdapterConfig.model_fields.items():
+    for name in AdapterConfig.model_fields:
         assert f"`--env.taskset.{name.replace('_', '-')}`" in page, name
         assert f"| `{name}`<br>" in page, name
     max_servers = next(line for line in page.splitlines() if line.startswith("| `max_servers`"))

@@ -119,10 +119,11 @@ def _docstring(init: Path) -> str:
 
 def stated_layers(init: Path) -> list[set[str]] | None:
     """The `Layers:` (or `Layers (...):`) line of a package's docstring, bottom up (`a, b < c < d`);
-    None without one."""
-    line = next((line for line in _docstring(init).splitlines() if re.match(r"Layers\b", line)), None)
-    if line is None:
+    None without one. The line may wrap after a `,` or a `<`."""
+    found = re.search(r"^Layers\b(?:.*[,<]\n)*.*", _docstring(init), re.MULTILINE)
+    if found is None:
         return None
+    line = " ".join(found.group().split())
     return [{name.strip() for name in layer.split(",")} for layer in line.split(":", 1)[1].split(" < ")]
 
 

@@ -92,7 +92,7 @@ def test_a_server_killed_mid_run_loses_only_its_in_flight_episodes(
             if len(model.requests) >= 8 and not in_flight and "(server doomed)" in str(history):
                 in_flight.append(pool_server(env, str(doomed)).active)
                 doomed.kill()
-            return WORDLE_WIN.reply_for(history)  # type: ignore[return-value]
+            return WORDLE_WIN.reply_for(history)
 
         model = ScriptedChatModel(reply)
         with serve_app(model) as model_url:

@@ -15,6 +15,7 @@ import gc
 import importlib
 import json
 import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -139,7 +140,7 @@ def test_every_tool_call_is_an_action_or_a_one_line_reason(space: ActionSpace, a
     names = [tool["function"]["name"] for tool in space.function_tools]
     for name in (names[0], "no_such_tool" * 20):
         call = ToolCallRequest(id="1", name=name, arguments=arguments)
-        assert_judged(*judged(lambda: space.parse_tool_calls([call])))
+        assert_judged(*judged(partial(space.parse_tool_calls, [call])))
 
 
 def test_a_reply_nested_deeper_than_the_json_parser_follows_is_invalid_not_an_error() -> None:

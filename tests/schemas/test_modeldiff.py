@@ -19,114 +19,129 @@ def obj(required: tuple[str, ...] = (), extra: dict[str, Any] | None = None, **p
     return {**schema, **(extra or {})}
 
 
-S = {"type": "string"}
-I = {"type": "integer"}
-N = {"type": "number"}
-B = {"type": "boolean"}
-OPT_S = {"anyOf": [S, {"type": "null"}], "default": None}
+STR = {"type": "string"}
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+OPT_STR = {"anyOf": [STR, {"type": "null"}], "default": None}
 
 # (id, old, new, [(impact, path, text in `what`)]) for an *input* (action / tool arguments).
 INPUT_CASES = [
-    ("identical", obj(("a",), a=S), obj(("a",), a=S), []),
-    ("title only (normalised away)", obj(a={**S, "title": "A"}), obj(a={**S, "title": "Alpha"}), []),
+    ("identical", obj(("a",), a=STR), obj(("a",), a=STR), []),
+    ("title only (normalised away)", obj(a={**STR, "title": "A"}), obj(a={**STR, "title": "Alpha"}), []),
     (
         "description only",
-        obj(a={**S, "description": "x"}),
-        obj(a={**S, "description": "y"}),
+        obj(a={**STR, "description": "x"}),
+        obj(a={**STR, "description": "y"}),
         [("patch", "action.a", 'description changed: "x" → "y"')],
     ),
     (
         "description re-wrapped (whitespace only)",
-        obj(a={**S, "description": "one two\n  three"}),
-        obj(a={**S, "description": "one  two three"}),
+        obj(a={**STR, "description": "one two\n  three"}),
+        obj(a={**STR, "description": "one  two three"}),
         [],
     ),
     (
         "title and re-wrapped description in unevaluatedProperties (normalised away)",
-        {**obj(a=S), "unevaluatedProperties": {**I, "title": "A", "description": "one\n two"}},
-        {**obj(a=S), "unevaluatedProperties": {**I, "title": "B", "description": "one two"}},
+        {**obj(a=STR), "unevaluatedProperties": {**INT, "title": "A", "description": "one\n two"}},
+        {**obj(a=STR), "unevaluatedProperties": {**INT, "title": "B", "description": "one two"}},
         [],
     ),
     (
         "top-level description",
-        {**obj(a=S), "description": "x"},
-        {**obj(a=S), "description": "y"},
+        {**obj(a=STR), "description": "x"},
+        {**obj(a=STR), "description": "y"},
         [("patch", "action", "description changed")],
     ),
     (
         "examples only",
-        obj(a={**S, "examples": ["a"]}),
-        obj(a={**S, "examples": ["b"]}),
+        obj(a={**STR, "examples": ["a"]}),
+        obj(a={**STR, "examples": ["b"]}),
         [("patch", "action.a", "examples changed")],
     ),
     (
         "default changed",
-        obj(a={**S, "default": "x"}),
-        obj(a={**S, "default": "y"}),
+        obj(a={**STR, "default": "x"}),
+        obj(a={**STR, "default": "y"}),
         [("patch", "action.a", 'default changed: "x" → "y"')],
     ),
     (
         "$ref renamed, same shape",
-        {"$defs": {"T": obj(x=I)}, **obj(t={"$ref": "#/$defs/T"})},
-        {"$defs": {"U": obj(x=I)}, **obj(t={"$ref": "#/$defs/U"})},
+        {"$defs": {"T": obj(x=INT)}, **obj(t={"$ref": "#/$defs/T"})},
+        {"$defs": {"U": obj(x=INT)}, **obj(t={"$ref": "#/$defs/U"})},
         [],
     ),
     (
         "optional field added",
-        obj(("a",), a=S),
-        obj(("a",), a=S, b=I),
+        obj(("a",), a=STR),
+        obj(("a",), a=STR, b=INT),
         [("minor", "action.b", "optional field added (integer)")],
     ),
     (
         "required field added",
-        obj(("a",), a=S),
-        obj(("a", "b"), a=S, b=I),
+        obj(("a",), a=STR),
+        obj(("a", "b"), a=STR, b=INT),
         [("major", "action.b", "required field added (integer)")],
     ),
-    ("field removed", obj(("a",), a=S, b=I), obj(("a",), a=S), [("major", "action.b", "field removed")]),
-    ("optional field removed", obj(a=S, b=OPT_S), obj(a=S), [("major", "action.b", "field removed")]),
-    ("newly required", obj(a=S), obj(("a",), a=S), [("major", "action.a", "field newly required")]),
-    ("no longer required", obj(("a",), a=S), obj(a=S), [("minor", "action.a", "field no longer required")]),
+    ("field removed", obj(("a",), a=STR, b=INT), obj(("a",), a=STR), [("major", "action.b", "field removed")]),
+    ("optional field removed", obj(a=STR, b=OPT_STR), obj(a=STR), [("major", "action.b", "field removed")]),
+    ("newly required", obj(a=STR), obj(("a",), a=STR), [("major", "action.a", "field newly required")]),
+    ("no longer required", obj(("a",), a=STR), obj(a=STR), [("minor", "action.a", "field no longer required")]),
     (
         "type narrowed: Optional[str] -> str",
-        obj(a=OPT_S),
-        obj(a=S),
+        obj(a=OPT_STR),
+        obj(a=STR),
         [("major", "action.a", "type narrowed: string | null → string"), ("patch", "action.a", "default changed")],
     ),
     (
         "type widened: str -> Optional[str]",
-        obj(a=S),
-        obj(a=OPT_S),
+        obj(a=STR),
+        obj(a=OPT_STR),
         [("minor", "action.a", "type widened: string → string | null"), ("patch", "action.a", "default changed")],
     ),
     (
         "type narrowed: number -> integer",
-        obj(a=N),
-        obj(a=I),
+        obj(a=NUM),
+        obj(a=INT),
         [("major", "action.a", "type narrowed: number → integer")],
     ),
-    ("type widened: integer -> number", obj(a=I), obj(a=N), [("minor", "action.a", "type widened: integer → number")]),
-    ("retyped: string -> integer", obj(a=S), obj(a=I), [("major", "action.a", "retyped: string → integer")]),
+    (
+        "type widened: integer -> number",
+        obj(a=INT),
+        obj(a=NUM),
+        [("minor", "action.a", "type widened: integer → number")],
+    ),
+    ("retyped: string -> integer", obj(a=STR), obj(a=INT), [("major", "action.a", "retyped: string → integer")]),
     (
         "type list narrowed",
         obj(a={"type": ["string", "integer"]}),
-        obj(a=S),
+        obj(a=STR),
         [("major", "action.a", "type narrowed: integer | string → string")],
     ),
     (
         "enum value removed",
-        obj(a={**S, "enum": ["x", "y"]}),
-        obj(a={**S, "enum": ["x"]}),
+        obj(a={**STR, "enum": ["x", "y"]}),
+        obj(a={**STR, "enum": ["x"]}),
         [("major", "action.a", 'allowed values removed: "y" ("x", "y" → "x")')],
     ),
     (
         "enum value added",
-        obj(a={**S, "enum": ["x"]}),
-        obj(a={**S, "enum": ["x", "y"]}),
+        obj(a={**STR, "enum": ["x"]}),
+        obj(a={**STR, "enum": ["x", "y"]}),
         [("minor", "action.a", 'allowed values added: "y" ("x" → "x", "y")')],
     ),
-    ("enum introduced", obj(a=S), obj(a={**S, "enum": ["x"]}), [("major", "action.a", "allowed values restricted")]),
-    ("enum dropped", obj(a={**S, "enum": ["x"]}), obj(a=S), [("minor", "action.a", 'no longer restricted (were "x")')]),
+    (
+        "enum introduced",
+        obj(a=STR),
+        obj(a={**STR, "enum": ["x"]}),
+        [("major", "action.a", "allowed values restricted")],
+    ),
+    (
+        "enum dropped",
+        obj(a={**STR, "enum": ["x"]}),
+        obj(a=STR),
+        [("minor", "action.a", 'no longer restricted (were "x")')],
+    ),
     (
         "const changed",
         obj(a={"const": "x"}),
@@ -135,106 +150,111 @@ INPUT_CASES = [
     ),
     (
         "minLength raised",
-        obj(a={**S, "minLength": 1}),
-        obj(a={**S, "minLength": 3}),
+        obj(a={**STR, "minLength": 1}),
+        obj(a={**STR, "minLength": 3}),
         [("major", "action.a", "constraint narrowed: minLength 1 → 3")],
     ),
     (
         "minLength lowered",
-        obj(a={**S, "minLength": 3}),
-        obj(a={**S, "minLength": 1}),
+        obj(a={**STR, "minLength": 3}),
+        obj(a={**STR, "minLength": 1}),
         [("minor", "action.a", "constraint loosened: minLength 3 → 1")],
     ),
     (
         "maxLength added",
-        obj(a=S),
-        obj(a={**S, "maxLength": 5}),
+        obj(a=STR),
+        obj(a={**STR, "maxLength": 5}),
         [("major", "action.a", "constraint added: maxLength 5")],
     ),
     (
         "maxLength removed",
-        obj(a={**S, "maxLength": 5}),
-        obj(a=S),
+        obj(a={**STR, "maxLength": 5}),
+        obj(a=STR),
         [("minor", "action.a", "constraint removed: maxLength 5")],
     ),
     (
         "maximum lowered",
-        obj(a={**I, "maximum": 6}),
-        obj(a={**I, "maximum": 5}),
+        obj(a={**INT, "maximum": 6}),
+        obj(a={**INT, "maximum": 5}),
         [("major", "action.a", "constraint narrowed: maximum 6 → 5")],
     ),
     (
         "minimum lowered",
-        obj(a={**I, "minimum": 0}),
-        obj(a={**I, "minimum": -1}),
+        obj(a={**INT, "minimum": 0}),
+        obj(a={**INT, "minimum": -1}),
         [("minor", "action.a", "constraint loosened: minimum 0 → -1")],
     ),
     (
         "pattern added",
-        obj(a=S),
-        obj(a={**S, "pattern": "^[a-z]+$"}),
+        obj(a=STR),
+        obj(a={**STR, "pattern": "^[a-z]+$"}),
         [("major", "action.a", "constraint added: pattern")],
     ),
     (
         "pattern changed",
-        obj(a={**S, "pattern": "a"}),
-        obj(a={**S, "pattern": "b"}),
+        obj(a={**STR, "pattern": "a"}),
+        obj(a={**STR, "pattern": "b"}),
         [("major", "action.a", "constraint changed: pattern")],
     ),
-    ("pattern removed", obj(a={**S, "pattern": "a"}), obj(a=S), [("minor", "action.a", "constraint removed: pattern")]),
-    ("format added", obj(a=S), obj(a={**S, "format": "uri"}), [("major", "action.a", "constraint added: format")]),
+    (
+        "pattern removed",
+        obj(a={**STR, "pattern": "a"}),
+        obj(a=STR),
+        [("minor", "action.a", "constraint removed: pattern")],
+    ),
+    ("format added", obj(a=STR), obj(a={**STR, "format": "uri"}), [("major", "action.a", "constraint added: format")]),
     (
         "extra fields forbidden",
-        obj(a=S),
-        obj(a=S, extra={"additionalProperties": False}),
+        obj(a=STR),
+        obj(a=STR, extra={"additionalProperties": False}),
         [("major", "action", "additional properties no longer allowed")],
     ),
     (
         "extra fields allowed",
-        obj(a=S, extra={"additionalProperties": False}),
-        obj(a=S, extra={"additionalProperties": True}),
+        obj(a=STR, extra={"additionalProperties": False}),
+        obj(a=STR, extra={"additionalProperties": True}),
         [("minor", "action", "additional properties now allowed")],
     ),
     (
         "nested required field added",
-        obj(t=obj(("x",), x=I)),
-        obj(t=obj(("x", "y"), x=I, y=I)),
+        obj(t=obj(("x",), x=INT)),
+        obj(t=obj(("x", "y"), x=INT, y=INT)),
         [("major", "action.t.y", "required field added")],
     ),
     (
         "nested through $ref and Optional",
-        {"$defs": {"T": obj(x=I)}, **obj(t={"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]})},
-        {"$defs": {"T": obj(x={**I, "minimum": 0})}, **obj(t={"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]})},
+        {"$defs": {"T": obj(x=INT)}, **obj(t={"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]})},
+        {"$defs": {"T": obj(x={**INT, "minimum": 0})}, **obj(t={"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]})},
         [("major", "action.t.x", "constraint added: minimum 0")],
     ),
     (
         "array items retyped",
-        obj(a={"type": "array", "items": S}),
-        obj(a={"type": "array", "items": I}),
+        obj(a={"type": "array", "items": STR}),
+        obj(a={"type": "array", "items": INT}),
         [("major", "action.a[]", "retyped: string → integer")],
     ),
     (
         "array minItems added",
-        obj(a={"type": "array", "items": S}),
-        obj(a={"type": "array", "items": S, "minItems": 1}),
+        obj(a={"type": "array", "items": STR}),
+        obj(a={"type": "array", "items": STR, "minItems": 1}),
         [("major", "action.a", "constraint added: minItems 1")],
     ),
     (
         "plain -> Optional keeps its constraint",
-        obj(a={**S, "minLength": 1}),
-        obj(a={"anyOf": [{**S, "minLength": 1}, {"type": "null"}]}),
+        obj(a={**STR, "minLength": 1}),
+        obj(a={"anyOf": [{**STR, "minLength": 1}, {"type": "null"}]}),
         [("minor", "action.a", "type widened")],
     ),
     (
         "unknown keyword is breaking",
-        obj(a=S),
-        obj(a={**S, "not": {"const": "x"}}),
+        obj(a=STR),
+        obj(a={**STR, "not": {"const": "x"}}),
         [("major", "action.a", "unclassified change to `not`")],
     ),
     (
         "unpairable alternatives",
-        obj(a={"anyOf": [obj(x=I), obj(y=I)]}),
-        obj(a={"anyOf": [obj(x=I), obj(z=I)]}),
+        obj(a={"anyOf": [obj(x=INT), obj(y=INT)]}),
+        obj(a={"anyOf": [obj(x=INT), obj(z=INT)]}),
         [("major", "action.a", "alternatives changed")],
     ),
 ]
@@ -243,7 +263,7 @@ INPUT_CASES = [
 def _assert_changes(changes: list[Change], expected: list[tuple[str, str, str]]) -> None:
     got = [(c.impact, c.path, c.what) for c in changes]
     assert len(got) == len(expected), got
-    for (impact, path, what), (e_impact, e_path, e_what) in zip(sorted(got), sorted(expected)):
+    for (impact, path, what), (e_impact, e_path, e_what) in zip(sorted(got), sorted(expected), strict=True):
         assert (impact, path) == (e_impact, e_path), got
         assert e_what in what, got
 
@@ -255,19 +275,29 @@ def test_input_schema_changes(old: dict, new: dict, expected: list) -> None:
 
 # Observations flow the other way: the server sends them, so accepting *more* is what breaks readers.
 OUTPUT_CASES = [
-    ("field added", obj(("a",), a=S), obj(("a", "b"), a=S, b=I), [("minor", "observation.b", "field added (integer)")]),
-    ("field removed", obj(("a",), a=S, b=I), obj(("a",), a=S), [("major", "observation.b", "field removed")]),
-    ("may now be absent", obj(("a",), a=S), obj(a=S), [("major", "observation.a", "field may now be absent")]),
-    ("now always present", obj(a=S), obj(("a",), a=S), [("minor", "observation.a", "field now always present")]),
-    ("type widened", obj(a=I), obj(a=N), [("major", "observation.a", "type widened")]),
-    ("type narrowed", obj(a=OPT_S), obj(a={**S, "default": None}), [("minor", "observation.a", "type narrowed")]),
+    (
+        "field added",
+        obj(("a",), a=STR),
+        obj(("a", "b"), a=STR, b=INT),
+        [("minor", "observation.b", "field added (integer)")],
+    ),
+    ("field removed", obj(("a",), a=STR, b=INT), obj(("a",), a=STR), [("major", "observation.b", "field removed")]),
+    ("may now be absent", obj(("a",), a=STR), obj(a=STR), [("major", "observation.a", "field may now be absent")]),
+    ("now always present", obj(a=STR), obj(("a",), a=STR), [("minor", "observation.a", "field now always present")]),
+    ("type widened", obj(a=INT), obj(a=NUM), [("major", "observation.a", "type widened")]),
+    ("type narrowed", obj(a=OPT_STR), obj(a={**STR, "default": None}), [("minor", "observation.a", "type narrowed")]),
     (
         "enum value added",
-        obj(a={**S, "enum": ["x"]}),
-        obj(a={**S, "enum": ["x", "y"]}),
+        obj(a={**STR, "enum": ["x"]}),
+        obj(a={**STR, "enum": ["x", "y"]}),
         [("major", "observation.a", "allowed values added")],
     ),
-    ("description", obj(a={**S, "description": "x"}), obj(a=S), [("patch", "observation.a", "description changed")]),
+    (
+        "description",
+        obj(a={**STR, "description": "x"}),
+        obj(a=STR),
+        [("patch", "observation.a", "description changed")],
+    ),
 ]
 
 
@@ -278,10 +308,10 @@ def test_output_schema_changes(old: dict, new: dict, expected: list) -> None:
 
 # --- whole specs ------------------------------------------------------------------------------
 
-ACTION = obj(("message",), message=S, metadata={"type": "object", "additionalProperties": True})
-OBSERVATION = obj(done=B, reward={"anyOf": [N, {"type": "null"}]}, text=S)
+ACTION = obj(("message",), message=STR, metadata={"type": "object", "additionalProperties": True})
+OBSERVATION = obj(done=BOOL, reward={"anyOf": [NUM, {"type": "null"}]}, text=STR)
 MCP_ACTION = obj(
-    ("type", "tool_name"), type={"const": "call_tool", "type": "string"}, tool_name=S, arguments={"type": "object"}
+    ("type", "tool_name"), type={"const": "call_tool", "type": "string"}, tool_name=STR, arguments={"type": "object"}
 )
 
 
@@ -303,8 +333,8 @@ def union(*members: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-MOVE = member("move", ("dx",), dx=I)
-SAY = member("say", ("text",), text=S)
+MOVE = member("move", ("dx",), dx=INT)
+SAY = member("say", ("text",), text=STR)
 
 
 def spec(**changes: Any) -> EnvSpec:
@@ -320,10 +350,10 @@ def spec(**changes: Any) -> EnvSpec:
 
 
 def tool(name: str, schema: dict | None = None, description: str = "") -> ToolSpec:
-    return ToolSpec(name=name, description=description, input_schema=schema or obj(("x",), x=I))
+    return ToolSpec(name=name, description=description, input_schema=schema or obj(("x",), x=INT))
 
 
-TOOLS = (tool("add", obj(("a", "b"), a=I, b=I), "Add two numbers"), tool("echo", obj(("message",), message=S)))
+TOOLS = (tool("add", obj(("a", "b"), a=INT, b=INT), "Add two numbers"), tool("echo", obj(("message",), message=STR)))
 
 SPEC_CASES = [
     ("nothing", spec(), spec(), None, []),
@@ -374,14 +404,14 @@ SPEC_CASES = [
     (
         "observation field added",
         spec(),
-        spec(observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, score=I)),
+        spec(observation_schema=obj(done=BOOL, reward=OBSERVATION["properties"]["reward"], text=STR, score=INT)),
         "minor",
         [("minor", "observation.score", "added")],
     ),
     (
         "action field added and one removed",
         spec(),
-        spec(action_schema=obj(("guess",), guess=S, metadata=ACTION["properties"]["metadata"])),
+        spec(action_schema=obj(("guess",), guess=STR, metadata=ACTION["properties"]["metadata"])),
         "major",
         [("major", "action.message", "field removed"), ("major", "action.guess", "required field added")],
     ),
@@ -415,22 +445,22 @@ SPEC_CASES = [
     ),
     (
         "tool argument made required",
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=I, b=I)),)),
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a", "b"), a=I, b=I)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=INT, b=INT)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a", "b"), a=INT, b=INT)),)),
         "major",
         [("major", "tools.add.b", "field newly required")],
     ),
     (
         "tool optional argument added",
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=I)),)),
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=I, b=I)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=INT)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=INT, b=INT)),)),
         "minor",
         [("minor", "tools.add.b", "optional field added")],
     ),
     (
         "tool argument retyped",
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=I)),)),
-        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=S)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=INT)),)),
+        spec(action_schema=MCP_ACTION, tools=(tool("add", obj(("a",), a=STR)),)),
         "major",
         [("major", "tools.add.a", "retyped: integer → string")],
     ),
@@ -452,7 +482,7 @@ SPEC_CASES = [
     (
         "union member's field narrowed",
         spec(action_schema=union(MOVE, SAY)),
-        spec(action_schema=union(member("move", ("dx",), dx={**I, "maximum": 1}), SAY)),
+        spec(action_schema=union(member("move", ("dx",), dx={**INT, "maximum": 1}), SAY)),
         "major",
         [("major", "action[move].dx", "constraint added: maximum 1")],
     ),
@@ -489,7 +519,7 @@ SPEC_CASES = [
     (
         "reset observation field added",
         spec(),
-        spec(reset_observation_schema=obj(done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I)),
+        spec(reset_observation_schema=obj(done=BOOL, reward=OBSERVATION["properties"]["reward"], text=STR, target=INT)),
         "minor",
         [("minor", "reset_observation.target", "optional field added (integer)")],
     ),
@@ -497,7 +527,7 @@ SPEC_CASES = [
         "reset observation no longer served, its field gone",
         spec(
             reset_observation_schema=obj(
-                ("target",), done=B, reward=OBSERVATION["properties"]["reward"], text=S, target=I
+                ("target",), done=BOOL, reward=OBSERVATION["properties"]["reward"], text=STR, target=INT
             )
         ),
         spec(),
@@ -539,7 +569,7 @@ def test_the_largest_impact_wins_and_renders() -> None:
     ],
 )
 def test_bump(version: str, impact: str | None, expected: str) -> None:
-    assert bump(version, impact) == expected  # type: ignore[arg-type]
+    assert bump(version, impact) == expected
 
 
 @pytest.mark.parametrize("version", ["1.0", "1.0.0rc1", "v1.0.0", ""])
@@ -563,11 +593,11 @@ def test_value_changes_carry_the_full_old_and_new_values() -> None:
         "warning": False,
     }
     (enum,) = diff_schemas(
-        obj(a={**S, "enum": ["x", "y"]}), obj(a={**S, "enum": ["x"]}), where="action", direction="input"
+        obj(a={**STR, "enum": ["x", "y"]}), obj(a={**STR, "enum": ["x"]}), where="action", direction="input"
     )
     assert (enum.old, enum.new) == (["x", "y"], ["x"])
     # Structural changes have no values.
-    (removed,) = diff_schemas(obj(a=S, b=S), obj(a=S), where="action", direction="input")
+    (removed,) = diff_schemas(obj(a=STR, b=STR), obj(a=STR), where="action", direction="input")
     assert (removed.old, removed.new) == (None, None)
 
 
@@ -575,7 +605,7 @@ def test_long_texts_are_shortened_around_their_first_difference() -> None:
     common = "Submit one move for the current position of the board. " * 3
     before, after = common + "Moves use UCI notation, e.g. e2e4.", common + "Moves use SAN notation, e.g. Nf3."
     (change,) = diff_schemas(
-        obj(a={**S, "description": before}), obj(a={**S, "description": after}), where="action", direction="input"
+        obj(a={**STR, "description": before}), obj(a={**STR, "description": after}), where="action", direction="input"
     )
     shown_old, shown_new = change.what.removeprefix("description changed: ").split(" → ")
     assert len(shown_old) < 90 and len(shown_new) < 90
@@ -642,7 +672,8 @@ def test_a_real_summary_change_is_reported_with_its_text_across_fastmcp_versions
     )
     diff = diff_specs(_mcp(ECHO_MESSAGE_FASTMCP_3_4), _mcp(changed))
     assert diff.lines() == [
-        'patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."'
+        'patch  tools.echo_message: description changed: "Echo back the provided message." '
+        '→ "Echo back the given text."'
     ]
 
 
@@ -669,7 +700,8 @@ def test_a_real_argument_text_change_is_reported_across_fastmcp_versions() -> No
             {"a": "alpha more alpha", "b": "beta"},
         ),
         (
-            "Add.\n\nParameters\n----------\na : int\n    First\n    number.\nb : int\n    Second.\n\nReturns\n-------\nint\n",
+            "Add.\n\nParameters\n----------\na : int\n    First\n    number.\nb : int\n    Second.\n\n"
+            "Returns\n-------\nint\n",
             "Add.",
             {"a": "First number.", "b": "Second."},
         ),

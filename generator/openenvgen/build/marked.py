@@ -30,8 +30,7 @@ def split_marked(text: str) -> tuple[str, str, str]:
     ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
     if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
         raise MarkerError(
-            f"expected one {BEGIN_MARKER} line followed by one {END_MARKER} line "
-            f"(found {len(begins)} and {len(ends)})"
+            f"expected one {BEGIN_MARKER} line followed by one {END_MARKER} line (found {len(begins)} and {len(ends)})"
         )
     start = begins[0]
     if start > 0 and lines[start - 1].strip() == _MD_HEADER:

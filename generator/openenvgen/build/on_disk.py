@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -93,7 +94,7 @@ def resolve_targets(paths: Iterable[Path] | None) -> list[Path]:
 # --- what a package holds -------------------------------------------------------------------
 
 
-def read_lock(root: Path) -> dict | None:
+def read_lock(root: Path) -> dict[str, Any] | None:
     """A package's parsed `openenv-gen.lock`; None if it is missing or unreadable."""
     try:
         data = json.loads((root / LOCK_FILE).read_text("utf-8"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from openenvgen import catalog, sources
 from openenvgen.build.on_disk import SnapshotError, load_spec
@@ -14,6 +15,17 @@ from openenvgen.errors import UsageError
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
 
 RESERVED_NAMES = frozenset({"generate", "check", "list", "regen", "publish"})
+
+
+class SpecSource(TypedDict, total=False):
+    """Where `resolve_spec` reads a spec from, and what it overrides: its keyword arguments."""
+
+    base_url: str | None
+    timeout: float
+    schema_file: Path | None
+    env_id: str | None
+    package: str | None
+    app: str | None
 
 
 def resolve_spec(
@@ -53,9 +65,11 @@ def resolve_spec(
     )
 
 
-def generate_package(name: str, *, out: Path | None = None, scaffold: bool = True, **source: object) -> Path:
+def generate_package(
+    name: str, *, out: Path | None = None, scaffold: bool = True, **source: Unpack[SpecSource]
+) -> Path:
     """Generate (or regenerate in place) the package of env `name`; returns its directory."""
-    spec = resolve_spec(name, **source)  # type: ignore[arg-type]
+    spec = resolve_spec(name, **source)
     target = out or Path(spec.package)
     hook = None
     if (target / LOCK_FILE).is_file():
@@ -109,4 +123,3 @@ def next_steps(target: Path) -> str:
         f"  {shlex.join(install)}\n"
         f"  vf-eval {shlex.quote(package)} -m MODEL --no-push{note}"
     )
-

@@ -127,25 +127,30 @@ def capture_env(
             notes = record(url, folder, lambda mcp: plan_for(env.name, mcp=mcp, catalog_toml=catalog_toml), log=log)
         shown_vars = {k: ("<stand-in data>" if v.startswith(str(scratch)) else v) for k, v in env_vars.items()}
         shown_project = (
-            f"envs/{env.name}" if project is None
+            f"envs/{env.name}"
+            if project is None
             else f"<a wrapper project: envs/{env.name} with override-dependencies {list(settings.overrides)}>"
-        )  # fmt: skip
+        )
         shown_run = [
             "uv", "run", "--isolated", *(["--python", settings.python] if settings.python else []),
             *(arg for r in settings.with_ for arg in ("--with", r)), "--project", shown_project, "--",
         ]  # fmt: skip
-        write_json(folder, SOURCE_FILE, {
-            "repo": UPSTREAM_REPO,
-            "commit": commit,
-            "env_dir": f"envs/{env.name}",
-            "command": [*shown_run, "uvicorn", env.app, "--host", "127.0.0.1", "--port", "PORT", "--workers", "1"],
-            "app": env.app,
-            "run_settings": settings.options(),
-            "versions": installed_versions(env, uv_run, cwd=scratch),
-            "env_vars": shown_vars,
-            "cwd": f"envs/{env.name}" if setup.run_in_env_dir else None,
-            "notes": [n for n in (setup.note, *notes) if n],
-        })  # fmt: skip
+        write_json(
+            folder,
+            SOURCE_FILE,
+            {
+                "repo": UPSTREAM_REPO,
+                "commit": commit,
+                "env_dir": f"envs/{env.name}",
+                "command": [*shown_run, "uvicorn", env.app, "--host", "127.0.0.1", "--port", "PORT", "--workers", "1"],
+                "app": env.app,
+                "run_settings": settings.options(),
+                "versions": installed_versions(env, uv_run, cwd=scratch),
+                "env_vars": shown_vars,
+                "cwd": f"envs/{env.name}" if setup.run_in_env_dir else None,
+                "notes": [n for n in (setup.note, *notes) if n],
+            },
+        )
         return notes
     except Exception:
         shutil.rmtree(folder, ignore_errors=True)
@@ -166,7 +171,8 @@ def load_index(out: Path) -> dict[str, Any]:
     """The index of the captures in `out` (an empty one when there is none yet)."""
     path = out / INDEX_FILE
     if path.is_file():
-        return json.loads(path.read_text("utf-8"))
+        index: dict[str, Any] = json.loads(path.read_text("utf-8"))  # written by this module: an object
+        return index
     return {"repo": UPSTREAM_REPO, "commit": None, "captured": [], "failed": {}}
 
 

@@ -6,12 +6,14 @@ so the list shows the fields and tools its package's models will have.
 
 from __future__ import annotations
 
+from typing import Any
+
 from openenvgen.catalog.reader import entries
 from openenvgen.spec import build_spec
 from openenvgen_schemas.normalise import union_members
 
 
-def catalog_json() -> dict:
+def catalog_json() -> dict[str, Any]:
     """`list --json`. Stable keys: `envs`, a list in catalog order of `{name, env_id, package,
     action, fields, tools, members}`; `action` is "typed", "mcp" or "union"; a typed env has
     `fields` (`[{name, type, required}]`, the base `metadata` field left out); an MCP env has
@@ -49,7 +51,7 @@ def catalog_json() -> dict:
     return {"envs": envs}
 
 
-def _field_list(schema: dict, *, skip_metadata: bool) -> list[dict]:
+def _field_list(schema: dict[str, Any], *, skip_metadata: bool) -> list[dict[str, Any]]:
     required = set(schema.get("required") or [])
     return [
         {"name": name, "type": _type_name(prop), "required": name in required}
@@ -81,13 +83,13 @@ def catalog_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _without(schema: dict, prop: str | None) -> dict:
+def _without(schema: dict[str, Any], prop: str | None) -> dict[str, Any]:
     """`schema` without the property `prop` (and without the base `metadata` field)."""
     props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in (prop, "metadata")}
     return {**schema, "properties": props}
 
 
-def _fields(schema: dict, *, typed: bool) -> str:
+def _fields(schema: dict[str, Any], *, typed: bool) -> str:
     required = set(schema.get("required") or [])
     parts = []
     for name, prop in (schema.get("properties") or {}).items():
@@ -109,8 +111,9 @@ def _type_name(prop: object) -> str:
     for key in ("anyOf", "oneOf"):
         if isinstance(prop.get(key), list):
             return "|".join(_type_name(p) for p in prop[key])
-    if isinstance(prop.get("$ref"), str):
-        return prop["$ref"].rsplit("/", 1)[-1]
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        return ref.rsplit("/", 1)[-1]
     if "const" in prop or "enum" in prop:
         return "enum"
     return "any"

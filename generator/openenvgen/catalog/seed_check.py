@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenvgen.catalog.ws_session import WSSession
+
+if TYPE_CHECKING:  # `typing.TypeIs` is 3.13+; typing_extensions is pydantic's, only for the checker here
+    from typing_extensions import TypeIs
 
 VERDICTS = ("reproducible", "deterministic", "not_reproducible", "unmeasured")
 """Every verdict `measure_seed` gives; only `not_reproducible` makes a repeated task unfair."""
@@ -115,7 +118,7 @@ def _diff(a: Any, b: Any, path: str, found: list[str]) -> None:
             else:
                 _diff(a[key], b[key], f"{path}.{key}", found)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        if any(_canonical(x) != _canonical(y) for x, y in zip(a, b)):
+        if any(_canonical(x) != _canonical(y) for x, y in zip(a, b, strict=True)):
             found.append(path)
     elif _canonical(a) != _canonical(b):
         found.append(path)
@@ -130,8 +133,8 @@ def verdict(
 ) -> dict[str, Any]:
     """The verdict and its evidence from session A, the sessions reset with A's seed
     (`again`) and those reset with others (`other`, the first with `other_seed`)."""
-    agains = again if again and isinstance(again[0], list) else [again]
-    others = other if other and isinstance(other[0], list) else [other]
+    agains = again if _several(again) else [again]
+    others = other if _several(other) else [other]
     compared = sum(1 for label, _ in same if not label.endswith(".state"))
     sessions = [1 + len(agains), len(others)]
     evidence: dict[str, Any] = {"seed": seed, "other_seed": other_seed, "points": compared, "sessions": sessions}
@@ -149,6 +152,11 @@ def verdict(
     else:
         name = "deterministic"
     return {"verdict": name, "evidence": evidence}
+
+
+def _several(traces: Trace | list[Trace]) -> TypeIs[list[Trace]]:
+    """Whether `traces` is a list of traces, not one trace (whose items are tuples)."""
+    return bool(traces) and isinstance(traces[0], list)
 
 
 def _union(found: Any) -> list[str]:

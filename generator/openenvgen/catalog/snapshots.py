@@ -59,6 +59,7 @@ def with_source(catalog_text: str, repo: str, commit: str) -> str:
 
     document = tomlkit.parse(catalog_text)
     if "source" in document:
+        # tomlkit types a lookup as any item (a table or a value); catalog.toml's [source] is a table.
         document["source"]["repo"] = repo  # type: ignore[index]
         document["source"]["commit"] = commit  # type: ignore[index]
     else:

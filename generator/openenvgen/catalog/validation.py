@@ -47,8 +47,8 @@ SLOW_STEP_TIMEOUT_S = 10.0
 at once, so ten seconds tell a rejection from a step as well as thirty."""
 MAX_TIMEOUTS = 2
 """Actions left without a ruling (unanswered) before the env's sampling stops."""
-WRONG_VALUES = (None, "", "x", "3", 1.5, -1, 0, 10**9, True, [], {}, [1], {"a": 1})
-NOT_OBJECTS = (None, "x", 3, [], [{"a": 1}])
+WRONG_VALUES: tuple[Any, ...] = (None, "", "x", "3", 1.5, -1, 0, 10**9, True, [], {}, [1], {"a": 1})
+NOT_OBJECTS: tuple[Any, ...] = (None, "x", 3, [], [{"a": 1}])
 _SAMPLING = threading.Lock()
 """hypothesis is not thread-safe: `capture --jobs N` samples one env at a time."""
 
@@ -74,8 +74,14 @@ def sample_actions(schema: dict[str, Any]) -> tuple[list[Any], list[str]]:
     def draw(strategy: Any, count: int) -> list[Any]:
         found: dict[str, Any] = {}
 
-        @settings(max_examples=count * 4, derandomize=True, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=count * 4,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(strategy)
         def collect(value: Any) -> None:
             if len(found) < count:

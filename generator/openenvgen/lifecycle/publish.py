@@ -61,7 +61,9 @@ def load_project(root: Path) -> Project:
         data = tomllib.loads(pyproject.read_text("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise BuildError(f"{pyproject}: not valid TOML ({e})") from None
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    project = data.get("project")
+    if not isinstance(project, dict):
+        project = {}
     name, version = project.get("name"), project.get("version")
     if not isinstance(name, str) or not isinstance(version, str):
         raise BuildError(f"{pyproject}: [project] has no static name and version")

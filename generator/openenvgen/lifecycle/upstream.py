@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openenvgen import sources
 from openenvgen.build.on_disk import SnapshotError, load_spec, read_lock
@@ -135,7 +136,7 @@ class Drift:
         out += [f"{root}: warning: {warning}" for warning in self.diff.warnings]
         return out + [f"  {line}" for line in self.diff.lines()]
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """Stable keys: source, drift, impact, version, next_version, warnings, changes, notes, error."""
         diff = self.diff
         return {
@@ -161,7 +162,7 @@ def compare_upstream(roots: list[Path], upstreams: dict[Path, Upstream]) -> list
         except SnapshotError as e:
             out.append(Drift(root, source, error=str(e)))  # `check` has reported it (exit 1)
             continue
-        notes = ()
+        notes: tuple[str, ...] = ()
         lock = read_lock(root) or {}
         if lock.get("schema_sha256") not in (None, old.schema_sha256):
             notes = (f"{LOCK_FILE} schema_sha256 differs from snapshot.json (run `openenv-gen check`)",)

@@ -43,7 +43,7 @@ def _interface(path: Path, schema: Any, metadata: Any, tools: Any) -> ServerInte
     # A missing action or observation is kept as None, so build_spec names the part missing.
     kept = interface_schemas(str(path), {"action": None, "observation": None, **schema})
     return ServerInterface(
-        schema=kept,
+        schema_=kept,
         metadata=metadata if isinstance(metadata, dict) else {},
         tools=None if tools is None else tuple(tools),
     )

@@ -36,7 +36,7 @@ def from_server(base_url: str, timeout: float = TIMEOUT_S) -> ServerInterface:
     except WireError as e:
         raise _as_gen_error(e) from None
     return ServerInterface(
-        schema=interface.schema,
+        schema_=interface.schema,
         metadata=metadata if isinstance(metadata, dict) else {},
         tools=None if interface.tools is None else tuple(interface.tools),
     )

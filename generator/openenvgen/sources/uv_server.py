@@ -65,7 +65,7 @@ def mapped_package(env_dir: Path) -> str | None:
         pyproject = tomllib.loads((env_dir / "pyproject.toml").read_text("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{env_dir}/pyproject.toml is not TOML ({e})") from None
-    package_dir = pyproject.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    package_dir: dict[str, str] = pyproject.get("tool", {}).get("setuptools", {}).get("package-dir", {})
     for package, folder in package_dir.items():
         if folder in (".", "") and package:
             return package
@@ -132,8 +132,7 @@ def uv_run_prefix(
 
 def uv_command(env: EnvFolder, port: int, uv_run: list[str] | None = None) -> list[str]:
     """The command OpenEnv's UVProvider runs (openenv.core.containers.runtime.uv_provider)."""
-    return [*(uv_run or uv_run_prefix(env)), "uvicorn", env.app,
-            "--host", HOST, "--port", str(port), "--workers", "1"]  # fmt: skip
+    return [*(uv_run or uv_run_prefix(env)), "uvicorn", env.app, "--host", HOST, "--port", str(port), "--workers", "1"]
 
 
 def override_project(env: EnvFolder, overrides: tuple[str, ...], folder: Path) -> Path:
@@ -210,7 +209,8 @@ def installed_versions(env: EnvFolder, uv_run: list[str] | None = None, *, cwd: 
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=cwd)
     if done.returncode != 0:
         return {}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    versions: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])  # the script's one JSON line
+    return versions
 
 
 def _free_port() -> int:

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 
 from openenvgen.build.codegen import combined_schema, generate_models
 from openenvgen.build.render import render_package
-from openenvgen_schemas.normalise import equivalent
 from openenvgen.errors import SchemaError
 from openenvgen.spec import ServerInterface, build_spec
+from openenvgen_schemas.normalise import equivalent
 from openenvgen_testsupport.generating import assert_one_line_error, gen
 from openenvgen_testsupport.paths import HOSTILE
 
@@ -71,12 +71,20 @@ if T.IS_MCP:
 model.model_validate(valid)
 print(json.dumps(model.model_json_schema()))
 """
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=out, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(out)})
+    run = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=out,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(out)},
+    )
     assert run.returncode == 0, run.stderr
     assert equivalent(json.loads(run.stdout), capture["schema"]["action"])
     # The observation models (step, and reset where served) equal their schemas too.
-    names = generate_models(build_spec(ServerInterface.model_validate(capture), name="hostile", env_id="openenv/hostile"))
+    names = generate_models(
+        build_spec(ServerInterface.model_validate(capture), name="hostile", env_id="openenv/hostile")
+    )
     typed = {"observation": names.observation_class}
     if "reset_observation" in capture["schema"]:
         typed["reset_observation"] = names.reset_observation_class
@@ -85,8 +93,14 @@ import json
 from hostile_openenv import models
 print(json.dumps({{key: getattr(models, cls).model_json_schema() for key, cls in {typed!r}.items()}}))
 """
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=out, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(out)})
+    run = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=out,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(out)},
+    )
     assert run.returncode == 0, run.stderr
     for key, schema in json.loads(run.stdout).items():
         assert equivalent(schema, capture["schema"][key]), key
@@ -103,7 +117,11 @@ def test_env_names_that_could_escape_or_collide_are_refused(bad: str, tmp_path: 
 
 @pytest.mark.parametrize(
     ("flag", "value", "fragment"),
-    [("--package", "../../x", "package name"), ("--package", "a/b", "package name"), ("--env-id", "a/../../b", "env id")],
+    [
+        ("--package", "../../x", "package name"),
+        ("--package", "a/b", "package name"),
+        ("--env-id", "a/../../b", "env id"),
+    ],
 )
 def test_package_and_env_id_are_checked(flag: str, value: str, fragment: str, tmp_path: Path) -> None:
     result = gen("ok", "--schema-file", str(HOSTILE / "ref_cycle.json"), flag, value, cwd=tmp_path)
@@ -140,7 +158,9 @@ def leaf(draw_text=hostile_text) -> st.SearchStrategy[dict[str, Any]]:
         st.builds(lambda d, t: {"type": "string", "description": d, "title": t}, draw_text, draw_text),
         st.builds(lambda v: {"type": "string", "enum": sorted(set(v))}, st.lists(draw_text, min_size=1, max_size=4)),
         st.builds(lambda d: {"type": "string", "default": d}, draw_text),
-        st.builds(lambda lo, n: {"type": "integer", "minimum": lo, "maximum": lo + n}, st.integers(-5, 5), st.integers(0, 5)),
+        st.builds(
+            lambda lo, n: {"type": "integer", "minimum": lo, "maximum": lo + n}, st.integers(-5, 5), st.integers(0, 5)
+        ),
         st.just({"type": "number"}),
         st.just({"type": "boolean"}),
         st.builds(lambda n: {"type": "string", "maxLength": n}, st.integers(0, 9)),
@@ -192,12 +212,26 @@ def minimal(schema: dict[str, Any]) -> Any:
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
-@given(action=schemas, tools=st.one_of(st.none(), tool_lists), meta=st.dictionaries(st.sampled_from(["name", "description", "author"]), hostile_text))
-def test_generated_packages_are_safe_and_faithful(tmp_path_factory: pytest.TempPathFactory, action, tools, meta) -> None:
+@given(
+    action=schemas,
+    tools=st.one_of(st.none(), tool_lists),
+    meta=st.dictionaries(st.sampled_from(["name", "description", "author"]), hostile_text),
+)
+def test_generated_packages_are_safe_and_faithful(
+    tmp_path_factory: pytest.TempPathFactory, action, tools, meta
+) -> None:
     if tools is not None:
-        action = {**action, "properties": {**action["properties"], "type": {"const": "call_tool", "default": "call_tool", "type": "string"}}}
+        action = {
+            **action,
+            "properties": {
+                **action["properties"],
+                "type": {"const": "call_tool", "default": "call_tool", "type": "string"},
+            },
+        }
         action["required"] = [r for r in action["required"] if r != "type"]
-    capture = ServerInterface(schema={"action": action, "observation": {"type": "object", "properties": {}}}, metadata=meta, tools=tools)
+    capture = ServerInterface(
+        schema={"action": action, "observation": {"type": "object", "properties": {}}}, metadata=meta, tools=tools
+    )
     name = f"prop{next(_counter)}"
     try:
         spec = build_spec(capture, name=name, env_id="test/prop")
@@ -260,14 +294,14 @@ def union_schemas(draw: st.DrawFn) -> dict[str, Any]:
     tagged = draw(st.booleans())
     tags = draw(st.lists(hostile_text, min_size=len(members), max_size=len(members), unique=True)) if tagged else []
     if tagged:
-        for member, tag in zip(members, tags):
+        for member, tag in zip(members, tags, strict=True):
             member["properties"] = {**member["properties"], "kind": {"const": tag, "default": tag, "type": "string"}}
             member["required"] = [r for r in member["required"] if r != "kind"]
     as_refs = draw(st.booleans())
     schema: dict[str, Any] = {"title": draw(hostile_text)}
     if as_refs:
         names = draw(st.lists(names_strategy_for_defs, min_size=len(members), max_size=len(members), unique=True))
-        schema["$defs"] = dict(zip(names, members))
+        schema["$defs"] = dict(zip(names, members, strict=True))
         branches = [{"$ref": f"#/$defs/{n}"} for n in names]
     else:
         branches = members
@@ -277,8 +311,10 @@ def union_schemas(draw: st.DrawFn) -> dict[str, Any]:
     return schema
 
 
-names_strategy_for_defs = st.one_of(st.sampled_from(["class", "__init__", "BaseModel", "MISSING", "a b", "Action"]),
-                                    st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True))
+names_strategy_for_defs = st.one_of(
+    st.sampled_from(["class", "__init__", "BaseModel", "MISSING", "a b", "Action"]),
+    st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True),
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))

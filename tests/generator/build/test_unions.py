@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -134,7 +133,9 @@ def test_upstream_awm_union_generates_a_discriminated_root_model(tmp_path_factor
         assert _accepts(model, payload) is ok, payload
 
 
-def test_live_union_server_schema_and_validation_agree(union_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_live_union_server_schema_and_validation_agree(
+    union_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     from openenvgen_testsupport.union_envs import CounterUnion
 
     spec = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
@@ -158,7 +159,11 @@ def test_a_plain_anyof_union_of_models_generates_too(tmp_path_factory: pytest.Te
     adapter = TypeAdapter(AddAction | SubmitAction)
     schema = adapter.json_schema()
     assert "anyOf" in schema and "discriminator" not in schema
-    spec = build_spec(ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="plain", env_id="t/plain")
+    spec = build_spec(
+        ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}),
+        name="plain",
+        env_id="t/plain",
+    )
     model = _union_model(spec, tmp_path_factory)
     assert equivalent(model.model_json_schema(), schema)
     for payload in ({"amount": 3}, {"kind": "submit", "total": 4}, {"amount": 9}, {"total": "x"}, {}):
@@ -185,11 +190,20 @@ def test_replies_validate_against_the_union(counter_space) -> None:  # type: ign
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
-        ('{"kind": "add", "amount": 9}', 'closest to add (kind = "add" selects it): amount: Input should be less than or equal to 5'),
+        (
+            '{"kind": "add", "amount": 9}',
+            'closest to add (kind = "add" selects it): amount: Input should be less than or equal to 5',
+        ),
         ('{"kind": "submit"}', 'closest to submit (kind = "submit" selects it): total: Field required'),
-        ('{"kind": "jump", "amount": 2}', 'closest to add (kind is "jump", not one of "peek", "add", "submit"): kind: Input should be \'add\''),
+        (
+            '{"kind": "jump", "amount": 2}',
+            'closest to add (kind is "jump", not one of "peek", "add", "submit"): kind: Input should be \'add\'',
+        ),
         ('{"amount": 2}', 'not one of the actions peek, add, submit; closest to add: add "kind": "add"'),
-        ('{"total": "seven", "kind": "submit"}', "closest to submit (kind = \"submit\" selects it): total: Input should be a valid integer"),
+        (
+            '{"total": "seven", "kind": "submit"}',
+            'closest to submit (kind = "submit" selects it): total: Input should be a valid integer',
+        ),
         ("add two", "reply with one JSON object"),
     ],
 )
@@ -201,17 +215,39 @@ def test_an_invalid_reply_names_its_closest_member_and_why(counter_space, reply:
     assert message in str(info.value)
 
 
-def test_without_a_discriminator_the_closest_member_has_the_fewest_errors(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_without_a_discriminator_the_closest_member_has_the_fewest_errors(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     from openenvgen_runtime.actions import ActionSpace, InvalidAction
 
-    member = lambda title, **props: {"type": "object", "title": title, "properties": props, "required": sorted(props), "additionalProperties": False}  # noqa: E731
-    schema = {"anyOf": [member("Move", dx={"type": "integer"}, dy={"type": "integer"}), member("Say", text={"type": "string"})]}
-    spec = build_spec(ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}), name="nodisc", env_id="t/n")
+    def member(title: str, **props: Any) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "title": title,
+            "properties": props,
+            "required": sorted(props),
+            "additionalProperties": False,
+        }
+
+    schema = {
+        "anyOf": [
+            member("Move", dx={"type": "integer"}, dy={"type": "integer"}),
+            member("Say", text={"type": "string"}),
+        ]
+    }
+    spec = build_spec(
+        ServerInterface(schema={"action": schema, "observation": {"type": "object", "properties": {}}}),
+        name="nodisc",
+        env_id="t/n",
+    )
     space = ActionSpace(action_model=_union_model(spec, tmp_path_factory), action_schema=spec.action_schema)
     assert space.parse('{"dx": 1, "dy": 2}') == {"dx": 1, "dy": 2}
     with pytest.raises(InvalidAction) as info:
         space.parse('{"dx": 1, "dy": "up"}')
-    assert str(info.value) == "not one of the actions move, say; closest to move (fewest errors of move, say): dy: Input should be a valid integer, unable to parse string as an integer"
+    assert str(info.value) == (
+        "not one of the actions move, say; closest to move (fewest errors of move, say): "
+        "dy: Input should be a valid integer, unable to parse string as an integer"
+    )
 
 
 def test_each_member_is_one_function_tool(counter_space) -> None:  # type: ignore[no-untyped-def]
@@ -224,11 +260,16 @@ def test_each_member_is_one_function_tool(counter_space) -> None:  # type: ignor
     assert add["description"] == "Add 1 to 5 to the running total."
     # The tool names the member: its discriminator is implied, not a parameter.
     assert set(add["parameters"]["properties"]) == {"amount"} and add["parameters"]["required"] == ["amount"]
-    assert counter_space.parse_tool_calls([ToolCallRequest("1", "add", '{"amount": 3}')]) == {"kind": "add", "amount": 3}
+    assert counter_space.parse_tool_calls([ToolCallRequest("1", "add", '{"amount": 3}')]) == {
+        "kind": "add",
+        "amount": 3,
+    }
     assert counter_space.parse_tool_calls([ToolCallRequest("1", "peek", "{}")]) == {"kind": "peek"}
     with pytest.raises(InvalidAction, match="unknown tool 'act'; call one of: peek, add, submit"):
         counter_space.parse_tool_calls([ToolCallRequest("1", "act", "{}")])
-    with pytest.raises(InvalidAction, match="not a valid add action: amount: Input should be greater than or equal to 1"):
+    with pytest.raises(
+        InvalidAction, match="not a valid add action: amount: Input should be greater than or equal to 1"
+    ):
         counter_space.parse_tool_calls([ToolCallRequest("1", "add", '{"amount": 0}')])
     assert "one of the tools" in system_prompt(counter_space, tools=True)
     assert "(peek, add, submit)" in system_prompt(counter_space)
@@ -240,13 +281,15 @@ def test_each_member_is_one_function_tool(counter_space) -> None:  # type: ignor
 
 
 def test_a_union_env_plays_in_text_format(union_pkg: str, union_server: str) -> None:
-    script = Script([
-        '{"kind": "add", "amount": 5}',
-        '{"kind": "add", "amount": 9}',  # invalid: more than 5
-        '{"kind": "add", "amount": 2}',
-        '{"kind": "peek"}',
-        '{"kind": "submit", "total": 7}',
-    ])
+    script = Script(
+        [
+            '{"kind": "add", "amount": 5}',
+            '{"kind": "add", "amount": 9}',  # invalid: more than 5
+            '{"kind": "add", "amount": 2}',
+            '{"kind": "peek"}',
+            '{"kind": "submit", "total": 7}',
+        ]
+    )
     model = ScriptedChatModel(script)
     with serve_app(model) as model_url:
         env = load_env(union_pkg, {"base_url": union_server, "resets": [{"target": 7}]})
@@ -258,17 +301,22 @@ def test_a_union_env_plays_in_text_format(union_pkg: str, union_server: str) -> 
     assert "one of several kinds (peek, add, submit)" in first[0]["content"]
     assert '"total": 0' in first[-1]["content"] and "Action schema:" in first[-1]["content"]
     retry = model.requests[2]["messages"][-1]["content"]
-    assert retry.startswith("That reply is not a valid action: closest to add (kind = \"add\" selects it): amount: Input should be less than or equal to 5")
+    assert retry.startswith(
+        'That reply is not a valid action: closest to add (kind = "add" selects it): '
+        "amount: Input should be less than or equal to 5"
+    )
 
 
 def test_a_union_env_plays_through_tool_calls(union_pkg: str, union_server: str) -> None:
-    script = Script([
-        ToolCalls((("add", '{"amount": 4}'),)),
-        ToolCalls((("add", '{"amount": "four"}'),)),  # invalid
-        ToolCalls((("act", '{"amount": 3}'),)),  # unknown tool
-        ToolCalls((("add", '{"amount": 3}'),)),
-        ToolCalls((("submit", '{"total": 7}'),)),
-    ])
+    script = Script(
+        [
+            ToolCalls((("add", '{"amount": 4}'),)),
+            ToolCalls((("add", '{"amount": "four"}'),)),  # invalid
+            ToolCalls((("act", '{"amount": 3}'),)),  # unknown tool
+            ToolCalls((("add", '{"amount": 3}'),)),
+            ToolCalls((("submit", '{"total": 7}'),)),
+        ]
+    )
     model = ScriptedChatModel(script)
     with serve_app(model) as model_url:
         env = load_env(union_pkg, {"base_url": union_server, "resets": [{"target": 7}], "action_format": "tools"})
@@ -293,7 +341,9 @@ def _counter_capture(url: str) -> dict[str, Any]:
 def _drop_member(capture: dict[str, Any], name: str) -> None:
     action = capture["schema"]["action"]
     action["oneOf"] = [b for b in action["oneOf"] if b["$ref"] != f"#/$defs/{name}"]
-    action["discriminator"]["mapping"] = {k: v for k, v in action["discriminator"]["mapping"].items() if not v.endswith(f"/{name}")}
+    action["discriminator"]["mapping"] = {
+        k: v for k, v in action["discriminator"]["mapping"].items() if not v.endswith(f"/{name}")
+    }
     del action["$defs"][name]
 
 
@@ -394,7 +444,9 @@ def test_reset_observation_is_kept_in_the_spec_and_snapshot(reset_server: str, u
     assert spec_from_snapshot(text) == spec
     # A server without it (openenv < 0.10): no key, so such snapshots are unchanged.
     plain = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
-    assert plain.reset_observation_schema is None and "reset_observation_schema" not in json.loads(render_snapshot(plain))
+    assert plain.reset_observation_schema is None and "reset_observation_schema" not in json.loads(
+        render_snapshot(plain)
+    )
     assert plain.schema_sha256 != spec.schema_sha256
 
 
@@ -424,7 +476,9 @@ def test_reset_observation_drift_is_reported(reset_server: str, union_server: st
         check_drift(live, write_snapshot(union_server, tmp_path / "older.json"), "error")
 
 
-def test_the_package_types_both_observations(reset_server: str, union_server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_package_types_both_observations(
+    reset_server: str, union_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     from openenvgen.build.codegen import generate_models
     from openenvgen_testsupport.union_envs import CounterObservation, CounterStart
 
@@ -461,7 +515,9 @@ def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factor
         assert equivalent(reset.model_json_schema(), spec.reset_observation_schema)
 
 
-def test_stale_hooks_name_a_removed_member_and_reset_field(reset_server: str, union_server: str, tmp_path: Path) -> None:
+def test_stale_hooks_name_a_removed_member_and_reset_field(
+    reset_server: str, union_server: str, tmp_path: Path
+) -> None:
     from openenvgen.lifecycle.changelog import stale_hooks
 
     old = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")

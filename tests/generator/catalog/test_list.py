@@ -9,7 +9,7 @@ import subprocess
 
 from openenvgen import catalog
 from openenvgen.catalog.listing import catalog_rows
-from openenvgen_schemas.normalise import union_members
+from openenvgen_schemas.normalise import UnionMember, union_members
 from openenvgen_testsupport.paths import OPENENV_GEN
 
 # name → (env id, action kind, fields or tools) as `list` must show them, for the first
@@ -67,6 +67,13 @@ def test_list_is_plain_aligned_text_that_never_wraps() -> None:
     assert max(len(line) for line in lines) > 40
 
 
+def _own_fields(member: UnionMember) -> str:
+    """A union member's fields, `?` after the optional ones, the tag and `metadata` left out."""
+    required = member.schema.get("required", [])
+    own = [p for p in member.schema["properties"] if p not in (member.tag_property, "metadata")]
+    return ", ".join(p if p in required else f"{p}?" for p in own)
+
+
 def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
     rows = {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
     assert {name: rows[name] for name in EXPECTED} == EXPECTED
@@ -76,10 +83,7 @@ def test_catalog_rows_mark_optional_fields_and_follow_the_schema() -> None:
         if kind == "union":
             # Each member by its key, with its own fields (the tag and `metadata` left out).
             members = union_members(capture.schema_["action"])
-            assert detail == " | ".join(
-                f"{m.key}({', '.join(p + ('' if p in m.schema.get('required', []) else '?') for p in m.schema['properties'] if p not in (m.tag_property, 'metadata'))})"
-                for m in members
-            )
+            assert detail == " | ".join(f"{m.key}({_own_fields(m)})" for m in members)
             continue
         props = capture.schema_["action"]["properties"]
         if kind == "typed":
@@ -163,7 +167,8 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     assert [t["name"] for t in echo["tools"]] == ["echo_message", "echo_with_length"]
     assert echo["tools"][0] == {
         "name": "echo_message",
-        "description": "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\nReturns:\n    The same message that was provided",
+        "description": "Echo back the provided message.\n\nArgs:\n    message: The message to echo back\n\n"
+        "Returns:\n    The same message that was provided",
         "arguments": [{"name": "message", "type": "string", "required": True}],
     }
     # The same facts as the columns.

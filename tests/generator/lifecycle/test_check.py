@@ -404,7 +404,8 @@ def test_a_changed_description_is_reported_old_to_new(echo_pkg: Path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     drift_lines = result.stdout.split("upstream drift", 1)[1].splitlines()[1:]
     assert drift_lines == [
-        '  patch  tools.echo_message: description changed: "Echo back the provided message." → "Echo back the given text."'
+        '  patch  tools.echo_message: description changed: "Echo back the provided message." '
+        '→ "Echo back the given text."'
     ]
     assert as_json.returncode == 2
     (package,) = json.loads(as_json.stdout)["packages"]
@@ -440,7 +441,10 @@ def test_another_environment_is_major_and_says_so(tmp_path: Path) -> None:
     result = check(str(connect4), "--upstream", "--schema-file", str(tmp_path / "chess.json"))
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"{connect4}: upstream drift (major; regen would make 0.1.0 → 1.0.0)" in result.stdout
-    warning = f'{connect4}: warning: metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)'
+    warning = (
+        f'{connect4}: warning: metadata.name: changed: "Connect4Environment" → "ChessEnvironment" '
+        "(a different environment?)"
+    )
     assert warning in result.stdout.splitlines()
     assert (
         '  major  metadata.name: changed: "Connect4Environment" → "ChessEnvironment" (a different environment?)'

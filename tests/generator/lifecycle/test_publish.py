@@ -319,7 +319,8 @@ def test_pypirc_credentials_and_a_partial_version(index: Index, sources: dict[st
     home = tmp_path / "home"
     home.mkdir()
     (home / ".pypirc").write_text(
-        f"[distutils]\nindex-servers = local\n\n[local]\nrepository = {index.url}\nusername = {USER}\npassword = {PASSWORD}\n"
+        f"[distutils]\nindex-servers = local\n\n[local]\nrepository = {index.url}\n"
+        f"username = {USER}\npassword = {PASSWORD}\n"
     )
     first = publish(str(sources["runtime"]), "--repository", "local", home=home, credentials=False)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -382,7 +383,8 @@ def test_wrong_credentials(index: Index, sources: dict[str, Path], tmp_path: Pat
     home = tmp_path / "home"
     home.mkdir()
     (home / ".pypirc").write_text(
-        f"[distutils]\nindex-servers = local\n\n[local]\nrepository = {index.url}\nusername = {USER}\npassword = not-{PASSWORD}\n"
+        f"[distutils]\nindex-servers = local\n\n[local]\nrepository = {index.url}\n"
+        f"username = {USER}\npassword = not-{PASSWORD}\n"
     )
     result = publish(str(sources["runtime"]), "--repository", "local", home=home, credentials=False)
     assert_failed(result, 77, "refused the credentials")
@@ -419,12 +421,12 @@ def test_credentials_in_the_url_are_never_printed(sources: dict[str, Path], tmp_
 class _Rejecting(BaseHTTPRequestHandler):
     """An index that lists nothing and rejects every upload, as PyPI does bad metadata."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = b"Invalid value for classifiers."
         self.send_response(400, "Invalid value for classifiers")
@@ -591,7 +593,7 @@ def test_untrusted_metadata_cannot_break_the_distribution(index: Index, tmp_path
 class _Listing(BaseHTTPRequestHandler):
     """PEP 691 JSON for one project, PEP 503 HTML for another, an off-site redirect for a third."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/simple/json-project/":
             body = json.dumps(
                 {

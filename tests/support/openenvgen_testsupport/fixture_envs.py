@@ -25,7 +25,7 @@ import os
 import re
 import uuid
 from collections import Counter
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from fastapi import FastAPI
@@ -118,7 +118,7 @@ def wordle_feedback(guess: str, secret: str) -> str:
         raise ValueError("guess and secret must have the same length")
     marks = ["X"] * len(secret)
     unmatched: Counter[str] = Counter()
-    for i, (g, s) in enumerate(zip(guess, secret)):
+    for i, (g, s) in enumerate(zip(guess, secret, strict=True)):
         if g == s:
             marks[i] = "G"
         else:
@@ -233,7 +233,7 @@ GRID_SIZE = 5
 GRID_MAX_STEPS = 10
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     walk = "walk"
     run = "run"
 

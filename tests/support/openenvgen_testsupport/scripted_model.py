@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -65,7 +65,7 @@ class ToolCalls:
         return json.dumps([{"name": n, "arguments": a} for n, a in self.calls])
 
 
-Reply = Union[str, ToolCalls]
+Reply = str | ToolCalls
 ReplyFn = Callable[[list[dict[str, Any]]], Reply]
 
 
@@ -121,7 +121,7 @@ class Script:
         return self.replies[min(turn, len(self.replies) - 1)]
 
 
-ScriptLike = Union[Script, Sequence[str], ReplyFn]
+ScriptLike = Script | Sequence[str] | ReplyFn
 
 
 def _as_reply_fn(script: ScriptLike) -> ReplyFn:

@@ -286,7 +286,9 @@ def serve_app_subprocess(
         handle = ServerProcess(f"http://{host}:{port}", port, process, log_path)
         try:
             try:
-                wait_until_serving(handle, timeout=startup_timeout, path=ready_path, alive=lambda: handle.alive)
+                wait_until_serving(
+                    handle, timeout=startup_timeout, path=ready_path, alive=lambda handle=handle: handle.alive
+                )
             except (RuntimeError, TimeoutError) as exc:
                 last_log = handle.log_text()
                 if not handle.alive and "address already in use" in last_log.lower():
