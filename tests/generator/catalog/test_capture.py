@@ -415,7 +415,7 @@ def test_generate_from_an_env_project_starts_it_generates_and_stops_it(tmp_path:
     # the live server's schema: the fixture's own action model.
     taskset = (out / "guess_openenv" / "taskset.py").read_text()
     assert 'PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {\n        "app": "guess_env.server:app",\n    }' in taskset
-    assert "env: str | None = 'guess_env'" in taskset
+    assert 'env: str | None = "guess_env"' in taskset
     snapshot = json.loads((out / "guess_openenv" / "snapshot.json").read_text())
     assert snapshot["action_schema"]["required"] == ["guess"]
     assert snapshot["defaults"]["app"] == "guess_env.server:app"
