@@ -31,9 +31,9 @@ from pydantic import BaseModel
 from verifiers.v1 import TasksetConfig
 from verifiers.v1.utils.generic import concrete_type
 
-from openenvgen_runtime.actions import ActionSpace, InvalidAction
+from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.drift import check_drift
-from openenvgen_runtime.episode import EnvLost
+from openenvgen_runtime.episode import EnvLost, session_failure
 from openenvgen_runtime.openenv_private import openenv_module
 from openenvgen_runtime.pool import CLIENT_MODULE, ServerPool
 from openenvgen_runtime.servers import Server
@@ -105,12 +105,12 @@ class Env(Generic[ObservationT, ResetObservationT]):
     async def _call(self, request: Coroutine[Any, Any, T]) -> T:
         try:
             return await request
-        except RuntimeError as e:
-            if "VALIDATION_ERROR" in str(e):
-                raise InvalidAction(str(e).removeprefix("Server error: ")) from None
-            raise
-        except (TimeoutError, ConnectionError, OSError) as e:
-            raise EnvLost(f"lost the environment session on {self.url}: {type(e).__name__}: {e}") from e
+        except Exception as e:
+            # The episode loop's reading of a failed request: a lost session or a refused action.
+            failure = session_failure(e, where=f" on {self.url}")
+            if failure is None:
+                raise
+            raise failure from (e if isinstance(failure, EnvLost) else None)
 
     def _typed(self, model: type[BaseModel] | None, result: Any) -> Any:
         values = observation_values(result.observation, result.reward, bool(result.done))

@@ -45,17 +45,27 @@ class EnvLost(RuntimeError):
     """The environment's session broke mid-episode."""
 
 
+def session_failure(error: Exception, where: str = "") -> EnvLost | InvalidAction | None:
+    """What an error of a session request means: the session is lost (`EnvLost`), the server
+    refused the action (`InvalidAction`), or neither (None: let it propagate). `where` names
+    the server in the message."""
+    if isinstance(error, _LOST):
+        return EnvLost(f"lost the environment session{where}: {type(error).__name__}: {error}")
+    if isinstance(error, RuntimeError) and "VALIDATION_ERROR" in str(error):
+        # The server refused an action our model accepted: tell the model, like any
+        # invalid reply (the schema may have drifted since generation).
+        return InvalidAction(str(error).removeprefix("Server error: "))
+    return None
+
+
 async def _step(client: Any, action: dict[str, Any]) -> Any:
     try:
         return await client.step(action)
-    except _LOST as e:
-        raise EnvLost(f"lost the environment session: {type(e).__name__}: {e}") from e
-    except RuntimeError as e:
-        if "VALIDATION_ERROR" in str(e):
-            # The server refused an action our model accepted: tell the model, like any
-            # invalid reply (the schema may have drifted since generation).
-            raise InvalidAction(str(e).removeprefix("Server error: ")) from None
-        raise
+    except (*_LOST, RuntimeError) as e:
+        failure = session_failure(e)
+        if failure is None:
+            raise
+        raise failure from (e if isinstance(failure, EnvLost) else None)
 
 
 def _tool_calls(segment: Any) -> list[ToolCallRequest]:
