@@ -80,6 +80,25 @@ def _root(
     pass
 
 
+_UPSTREAM_URL_HELP = (
+    "The env's live server, for one package; NAME=URL for each of several "
+    "(NAME: env, package or directory name). Repeatable."
+)
+_UPSTREAM_FILE_HELP = (
+    "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
+)
+
+# Options that several commands take, declared once.
+_UpstreamUrls = Annotated[list[str] | None, typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)]
+_UpstreamFiles = Annotated[
+    list[str] | None, typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)
+]
+_RequestTimeout = Annotated[
+    float,
+    typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
+]
+
+
 @app.command(cls=_Command)
 def generate(
     name: Annotated[
@@ -92,10 +111,7 @@ def generate(
     base_url: Annotated[
         str | None, typer.Option("--base-url", metavar="URL", help="Read the schema from this live OpenEnv server.")
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
-    ] = 10.0,
+    timeout: _RequestTimeout = 10.0,
     schema_file: Annotated[
         Path | None,
         typer.Option("--schema-file", metavar="FILE", help="Read the schema from a saved /schema reply or capture."),
@@ -226,15 +242,6 @@ def list_envs(
         typer.echo(f"# cannot run here, not in the catalog: {', '.join(unavailable())} (reasons: --json)")
 
 
-_UPSTREAM_URL_HELP = (
-    "The env's live server, for one package; NAME=URL for each of several "
-    "(NAME: env, package or directory name). Repeatable."
-)
-_UPSTREAM_FILE_HELP = (
-    "A saved capture or /schema reply standing in for the live server (same NAME=FILE form). Repeatable."
-)
-
-
 @app.command(cls=_Command)
 def check(
     paths: Annotated[
@@ -249,16 +256,9 @@ def check(
             "--upstream", help="Also compare each package with its environment's live schema; exit 2 on drift."
         ),
     ] = False,
-    base_url: Annotated[
-        list[str] | None, typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)
-    ] = None,
-    schema_file: Annotated[
-        list[str] | None, typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
-    ] = 10.0,
+    base_url: _UpstreamUrls = None,
+    schema_file: _UpstreamFiles = None,
+    timeout: _RequestTimeout = 10.0,
     json_output: Annotated[
         bool,
         typer.Option(
@@ -311,16 +311,9 @@ def regen(
             help="Take the schema from the environment (--base-url or --schema-file), not the snapshot.",
         ),
     ] = False,
-    base_url: Annotated[
-        list[str] | None, typer.Option("--base-url", metavar="[NAME=]URL", help=_UPSTREAM_URL_HELP)
-    ] = None,
-    schema_file: Annotated[
-        list[str] | None, typer.Option("--schema-file", metavar="[NAME=]FILE", help=_UPSTREAM_FILE_HELP)
-    ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
-    ] = 10.0,
+    base_url: _UpstreamUrls = None,
+    schema_file: _UpstreamFiles = None,
+    timeout: _RequestTimeout = 10.0,
     scaffold: Annotated[
         bool,
         typer.Option(
