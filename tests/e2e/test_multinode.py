@@ -7,7 +7,8 @@ there, and the pool reaches each replica on its node's address and published por
 
 Shown: the manager drained, 4 replicas placed 2 + 2 on the workers (`docker node ps`) and
 every episode played with all four replicas taking episodes; `provider_kwargs.constraints`
-pinning the replicas to a labelled node; a worker node killed mid-run (daemon, shims and
+pinning the replicas to a labelled node; verifiers' own env server with 2 workers, each
+worker's pool launching a service of its own on the cluster; a worker node killed mid-run (daemon, shims and
 containers at once) losing only the episodes in flight on it, all of which `--env.retries`
 reruns, while the swarm puts its replicas on the surviving worker and the pool takes
 episodes there; nothing of ours left on any node afterwards. The machine's own daemon and
@@ -17,16 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from openenvgen_runtime.errors import LaunchError
-from openenvgen_testsupport import docker_images, multinode
+from openenvgen_testsupport import docker_images, multinode, served
 from openenvgen_testsupport.adapters import load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
@@ -73,28 +76,13 @@ def cluster_taskset(image: str, token: str, replicas: int, **provider_kwargs: An
 
 
 def our_service(cluster: multinode.Cluster, token: str) -> str:
-    (name,) = cluster.docker(
-        cluster.manager,
-        "service",
-        "ls",
-        "--filter",
-        f"label={docker_images.TEST_LABEL}={token}",
-        "--format",
-        "{{.Name}}",
-    ).split()
+    (name,) = cluster.services(f"{docker_images.TEST_LABEL}={token}")
     return name
 
 
 def sessions_per_replica(cluster: multinode.Cluster, token: str) -> dict[str, int]:
     """Sessions each replica's server accepted (its access log), by node/container."""
-    counts = {}
-    for node in cluster.workers:
-        for container in cluster.docker(
-            node, "ps", "-q", "--filter", f"label={docker_images.TEST_LABEL}={token}"
-        ).split():
-            log = cluster.logs(node, container)
-            counts[f"{node.name}/{container}"] = sum("WebSocket /ws" in line for line in log.splitlines())
-    return counts
+    return cluster.sessions(f"{docker_images.TEST_LABEL}={token}")
 
 
 def nothing_left(cluster: multinode.Cluster, label: str) -> bool:
@@ -151,6 +139,49 @@ def test_constraints_pin_the_replicas_to_a_labelled_node(
     (worker2,) = [node for node in cluster.workers if node.name == "worker2"]
     assert {url.split("//")[1].split(":")[0] for url in seen["servers"]} == {worker2.address}, seen
     assert nothing_left(cluster, f"{docker_images.TEST_LABEL}={token}")
+
+
+def test_served_workers_each_launch_their_own_service_on_the_cluster(
+    cluster: multinode.Cluster, guess_pkg: str, on_manager: str, tmp_path: Path
+) -> None:
+    """verifiers' own `serve_env` with a static pool of 2 workers, the tasks sent as wire
+    data (prime-rl's path, `openenvgen_testsupport.served`): each worker's pool launches a
+    service of its own on the cluster (one replica each: lean), its replica on a worker node,
+    and plays on it; every episode wins. After the env server stops (SIGTERM, as a host stops
+    it) no service, container, network or secret of the run is left on any node."""
+    token = on_manager
+    label = f"{docker_images.TEST_LABEL}={token}"
+    config = served.env_config(guess_pkg, cluster_taskset(cluster.image, token, replicas=1))
+    tasks = served.client_tasks(config)
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    started = time.monotonic()
+    with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log") as server:
+        episodes = served.play(server.address, str(model_url), tasks * 8, timeout=600)
+        services = cluster.services(label)
+        seen: dict[str, Any] = {
+            "played_after": round(time.monotonic() - started, 1),
+            "workers": server.workers(),
+            "placement": {s: cluster.placement(s) for s in services},
+            "replicas": {s: cluster.replica_urls(s) for s in services},
+            "sessions": cluster.sessions(label),
+        }
+    seen["stopped_after"] = round(time.monotonic() - started, 1)
+    log = server.log()
+    # Each worker logs its own pool's launch: "PID openenvgen_runtime.launch INFO: ... ready in N s at URL".
+    ready = re.findall(r"^(\d+) \S+ INFO: test/guess-env \(swarm\) ready in \d+ s at (.+)$", log, re.MULTILINE)
+    launched = {int(pid): sorted(urls.split(", ")) for pid, urls in ready}
+    played = {int(line.split()[0]) for line in log.splitlines() if "rollout done" in line}
+    print(f"served on the cluster: {seen}, launched by worker {launched}")
+    assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 8, seen
+    assert len(services) == 2 and len(seen["workers"]) == 2, seen
+    workers = {node.name for node in cluster.workers}
+    assert all(sum(p.values()) == 1 and set(p) <= workers for p in seen["placement"].values()), seen
+    # One launch per worker process, and its pool's server is its own service's replica.
+    assert len(ready) == 2 and sorted(launched) == sorted(seen["workers"]) == sorted(played), (ready, seen)
+    assert sorted(launched.values()) == sorted(seen["replicas"].values()), (launched, seen)
+    assert len(seen["sessions"]) == 2 and all(n >= 1 for n in seen["sessions"].values()), seen
+    assert nothing_left(cluster, label)
+    print(f"nothing left {round(time.monotonic() - started, 1)} s after the start")
 
 
 def test_an_image_no_node_can_pull_is_one_line(cluster: multinode.Cluster, guess_pkg: str, on_manager: str) -> None:

@@ -18,6 +18,8 @@ machine's veth, the registry and the temporary directory. The machine's daemon, 
 networks and bridges are never touched. `MultinodeUnavailable` says why a machine
 cannot make the cluster (no root, no network namespaces, a missing tool). `Cluster.kill_node`
 takes a node down mid-run as a dying machine goes (`swarm_node`), `revive_node` brings it back.
+`Cluster` also reads what runs where (`services`, `placement`, `replica_urls`, `sessions`,
+`leftovers`): the multinode tests and bench/r5_cluster.py share these readings.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import json
 import os
 import shutil
 import socket
@@ -87,6 +90,37 @@ class Cluster:
             running = [line for line in out.splitlines() if line.startswith(f"{service}.") and "Running" in line]
             if running:
                 counts[node.name] = len(running)
+        return counts
+
+    def services(self, label: str) -> list[str]:
+        """Names of the services carrying `label` (key=value), as the manager lists them."""
+        out = self.docker(self.manager, "service", "ls", "--filter", f"label={label}", "--format", "{{.Name}}")
+        return sorted(out.split())
+
+    def replica_urls(self, service: str) -> list[str]:
+        """Base URLs of `service`'s running replicas: each one's node address and the port
+        published for it there (what the runtime's pool addresses)."""
+        ids = self.docker(self.manager, "service", "ps", "-q", "--no-trunc", service).split()
+        tasks = json.loads(self.docker(self.manager, "inspect", *ids)) if ids else []
+        addresses = {node.node_id: node.address for node in self.nodes}
+        urls = set()  # a port is listed once per address family
+        for task in tasks:
+            status = task.get("Status", {})
+            if status.get("State") != "running" or task.get("DesiredState") != "running":
+                continue
+            for port in status.get("PortStatus", {}).get("Ports") or []:
+                if port.get("TargetPort") == 8000:
+                    urls.add(f"http://{addresses[task['NodeID']]}:{port['PublishedPort']}")
+        return sorted(urls)
+
+    def sessions(self, label: str, nodes: list[Node] | None = None) -> dict[str, int]:
+        """WebSocket sessions each running container carrying `label` accepted (its server's
+        access log), by `node/container`, on `nodes` (default all; a killed node answers nothing)."""
+        counts = {}
+        for node in self.nodes if nodes is None else nodes:
+            for container in self.docker(node, "ps", "-q", "--filter", f"label={label}").split():
+                log = self.logs(node, container)
+                counts[f"{node.name}/{container}"] = sum("WebSocket /ws" in line for line in log.splitlines())
         return counts
 
     def kill_node(self, node: Node) -> None:
