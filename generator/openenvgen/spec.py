@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from openenvgen.errors import SchemaError, UsageError
 from openenvgen.schema_checks import canonical_json, checked_action, checked_object
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.normalise import union_branches
+from openenvgen_schemas.normalise import union_branches, union_members
 
 # Bumped only when the snapshot/lock layout changes; never by a release.
 SPEC_FORMAT = 1
@@ -72,6 +72,9 @@ class EnvDefaults(Frozen):
     deterministic, not_reproducible or unmeasured (see openenvgen/catalog/seed_check.py); None: never measured."""
     seed_evidence: str = ""
     """One line on what the verdict rests on (the measured sessions, where they differed)."""
+    unlisted_tools: tuple[ToolSpec, ...] = ()
+    """MCP envs: tools the env takes without listing them (agent_world_model's `verify` and
+    `done`); the runtime offers them beside the listed ones."""
 
 
 class EnvSpec(Frozen):
@@ -123,9 +126,20 @@ class EnvSpec(Frozen):
     def is_union(self) -> bool:
         return union_branches(self.action_schema) is not None
 
+    @property
+    def is_mcp_union(self) -> bool:
+        """A union action with openenv's `CallToolAction` among its members (agent_world_model's
+        `ListToolsAction | CallToolAction`): the runtime plays it as an MCP env."""
+        return any(is_mcp_action(m.schema) for m in union_members(self.action_schema) or ())
+
     def snapshot(self) -> dict[str, Any]:
-        # A server without `reset_observation` leaves no key, so such snapshots stay as they were.
-        exclude = {"reset_observation_schema"} if self.reset_observation_schema is None else set()
+        # A server without `reset_observation` leaves no key, and an env without unlisted tools
+        # no `defaults.unlisted_tools`, so such snapshots stay as they were.
+        exclude: dict[str, Any] = {}
+        if self.reset_observation_schema is None:
+            exclude["reset_observation_schema"] = True
+        if not self.defaults.unlisted_tools:
+            exclude["defaults"] = {"unlisted_tools": True}
         return self.model_dump(mode="json", exclude=exclude)
 
 

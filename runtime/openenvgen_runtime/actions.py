@@ -59,6 +59,9 @@ class ActionSpace:
     action_schema: dict[str, Any]
     tool_arguments: dict[str, type[BaseModel]] | None = None
     tools: list[dict[str, Any]] | None = None
+    tools_per_episode: bool = False
+    """MCP tools that follow the task (an MCP union whose server lists none without a
+    session): each episode lists them after its reset; this space holds those known ahead."""
 
     @property
     def is_mcp(self) -> bool:

@@ -8,7 +8,9 @@ server pool, drift guard included. It stops whatever it launched on exit, Ctrl-C
 
 Actions are the package's generated models: a dict is validated against the action model
 first, and an invalid one raises pydantic's `ValidationError` with nothing sent. MCP envs
-call tools by name (`call_tool`), each checked against its generated argument model.
+call tools by name (`call_tool`), each checked against its generated argument model (or one
+built from the tool's listed input schema); an MCP union whose tools follow the task
+(agent_world_model) lists them after each `reset`.
 Observations come back as the package's generated models (the reset observation's model
 for `reset`), under `typed_observations`' rule for one that does not validate.
 
@@ -34,6 +36,7 @@ from verifiers.v1.utils.generic import concrete_type
 from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.drift import check_drift
 from openenvgen_runtime.episode import EnvLost, session_failure
+from openenvgen_runtime.mcp_tools import session_tools
 from openenvgen_runtime.openenv_private import openenv_module
 from openenvgen_runtime.pool import CLIENT_MODULE, ServerPool
 from openenvgen_runtime.servers import Server
@@ -61,20 +64,23 @@ class Env(Generic[ObservationT, ResetObservationT]):
         self._client = client
         self.url = server.url
         """The server this session plays on."""
-        self.tools: list[dict[str, Any]] = list(server.tools or [])
-        """MCP envs: the tools the server listed (name, description, input schema); empty otherwise."""
-        self._space = ActionSpace(
-            action_model=taskset.ACTION_MODEL,
-            action_schema=server.schema.get("action", {}),
-            tool_arguments=dict(taskset.TOOL_ARGUMENTS) if taskset.IS_MCP else None,
-            tools=self.tools,
+        per_episode = taskset.TOOLS_PER_EPISODE and server.tools is None
+        self._space: ActionSpace = taskset.space_for(
+            server.schema.get("action", {}), server.tools, per_episode=per_episode
         )
+        self.tools: list[dict[str, Any]] = list(self._space.tools or [])
+        """MCP envs: the tools offered (name, description, input schema), for tools that follow
+        the task those listed after the last `reset`; empty otherwise."""
         self._owner = taskset.__module__.partition(".")[0]
 
     async def reset(self, **kwargs: Any) -> ResetObservationT:
         """Start a new episode (`seed=`, `episode_id=` and the env's own reset arguments);
         the opening observation."""
         result = await self._call(self._client.reset(**kwargs))
+        if self._space.tools_per_episode:
+            listed = await self._call(session_tools(self._client))
+            space = self._taskset.space_for(self._space.action_schema, listed, per_episode=True)
+            self._space, self.tools = space, list(space.tools or [])
         model = self._taskset.RESET_OBSERVATION_MODEL or self._taskset.OBSERVATION_MODEL
         return self._typed(model, result)  # type: ignore[no-any-return]
 
@@ -191,7 +197,11 @@ class SyncEnv(Generic[ObservationT, ResetObservationT]):
     def __init__(self, env: Env[ObservationT, ResetObservationT], loop: asyncio.AbstractEventLoop) -> None:
         self._env, self._loop = env, loop
         self.url = env.url
-        self.tools = env.tools
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """See `Env.tools`."""
+        return self._env.tools
 
     def reset(self, **kwargs: Any) -> ResetObservationT:
         """See `Env.reset`."""

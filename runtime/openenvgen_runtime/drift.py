@@ -7,7 +7,9 @@ inlined, titles dropped, descriptions compared without whitespace noise, tool do
 reduced to their summary). Only what the model exchanges with the env counts: the action
 kind, the action schema (a union member by member), the tools, the observation schema and
 the reset observation's (`reset_observation`, where served); `/schema.state` and the env's
-metadata do not.
+metadata do not. An MCP union (agent_world_model's `ListToolsAction | CallToolAction`) is
+checked on what is known ahead, its members' schemas: the tools it lists may follow the task,
+so they are not compared.
 
 `on_drift` decides what a difference does:
 - "warn" (default): one log line with the diff summary (impact, then each change's path
@@ -120,7 +122,10 @@ def check_drift(servers: Iterable[Any], snapshot_path: Path | None, mode: OnDrif
         logger.warning("drift check skipped: %s", problem)
         return
     checked = list(servers)
-    drifted = [(s, d) for s in checked if (d := diff(snapshot, live_interface(s.schema, s.tools)))]
+    # Tools are compared where the snapshot has them ahead: a plain MCP env's.
+    drifted = [
+        (s, d) for s in checked if (d := diff(snapshot, live_interface(s.schema, s.tools if snapshot.is_mcp else None)))
+    ]
     if not drifted:
         return
     server, first = drifted[0]

@@ -34,6 +34,7 @@ from verifiers.v1.agent import Segment
 from verifiers.v1.types import AssistantMessage, TextContentPart, ToolCall, ToolMessage, UserMessage
 
 from openenvgen_runtime.episode import play as play_episode
+from openenvgen_runtime.mcp_tools import LIST_TOOLS
 from openenvgen_runtime.observations import final_info
 from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.taskset import AdapterEnv
@@ -244,6 +245,8 @@ class _RecordingClient:
 
     async def step(self, action: dict[str, Any]) -> Any:
         result = await self.client.step(action)
+        if action == LIST_TOOLS:
+            return result  # the runtime listing an episode's tools: no turn of the game
         self.printer.pending = {
             "observation": final_info(result.observation),
             "reward": result.reward,

@@ -3,7 +3,9 @@
 A server is either given (a `base_url` of the run's fleet, checked by `fleet_urls`) or
 launched (its `provider` owns the process, container or Swarm service). Its `/schema` and,
 for MCP envs, its tool list are read once (`describe`), through the wire format shared
-with the generator.
+with the generator. An MCP union (a union action with openenv's `CallToolAction` among its
+members) has its tools read the same way where the server lists them without a session;
+where it cannot (agent_world_model's), its tools follow the task and each episode lists them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import httpx
 
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider
-from openenvgen_schemas.wire import WireError, read_interface_async
+from openenvgen_schemas.modeldiff import is_mcp_action
+from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json_async, read_interface_async, tools_of
 
 if TYPE_CHECKING:  # annotations only: `observations` imports verifiers, which a server does not need
     from openenvgen_runtime.actions import ActionSpace
@@ -37,6 +40,9 @@ class Server:
     tools: list[dict[str, Any]] | None = None
     action_space: ActionSpace | None = None
     """The taskset's ActionSpace for this server's schema, built on first use."""
+    listed_spaces: dict[str, ActionSpace] = field(default_factory=dict)
+    """MCP tools that follow the task: the ActionSpace for each tool list its episodes
+    listed, by the list's JSON."""
     observation_view: ObservationView | None = None
     """The taskset's ObservationView for this server (its assets), built on first use."""
     down: str | None = None
@@ -67,9 +73,22 @@ def fleet_urls(urls: list[str]) -> list[str]:
 
 async def describe(http: httpx.AsyncClient, server: Server, *, mcp: bool) -> None:
     """Read the server's `/schema` (and tool list, for an MCP env) onto it; a one-line
-    LaunchError when it cannot be read."""
+    LaunchError when it cannot be read. An MCP env whose action is not `CallToolAction`
+    itself (a union with it) keeps `tools` None when the server lists none without a session."""
     try:
-        interface = await read_interface_async(http, server.url, mcp=lambda _action: mcp)
+        interface = await read_interface_async(http, server.url, mcp=lambda action: mcp and is_mcp_action(action))
     except WireError as e:
         raise LaunchError(f"{server.url}: cannot read the env's /schema: {e}") from None
-    server.schema, server.tools = interface.schema, interface.tools
+    tools = interface.tools
+    if mcp and tools is None:
+        tools = await _tools_without_session(http, server.url)
+    server.schema, server.tools = interface.schema, tools
+
+
+async def _tools_without_session(http: httpx.AsyncClient, url: str) -> list[dict[str, Any]] | None:
+    """`POST /mcp tools/list`, or None where the server answers it with no tool list (an env
+    with no MCP server of its own, whose tools come from its session)."""
+    try:
+        return tools_of(f"{url}/mcp", await get_json_async(http, "POST", f"{url}/mcp", json=TOOLS_LIST))
+    except WireError:
+        return None

@@ -2,7 +2,9 @@
 
 A union action is a generated `RootModel` over a union of object models (from a `/schema`
 action that is a `oneOf`/`anyOf`); each member is named by its discriminator value, else
-by its class name in snake_case.
+by its class name in snake_case. A union with openenv's `CallToolAction` among its members
+(agent_world_model's `ListToolsAction | CallToolAction`) is an MCP env's action
+(`mcp_union_of`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, RootModel
 
+from openenvgen_schemas.modeldiff import is_mcp_action
 from openenvgen_schemas.normalise import discriminator_property, tag_value
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -67,6 +70,28 @@ def union_of(model: type[BaseModel]) -> UnionAction | None:
         taken.add(name)
         members.append(UnionMember(name=name, model=member, tag=tag))
     return UnionAction(discriminator, tuple(members))
+
+
+@dataclass(frozen=True)
+class McpUnion:
+    """A union action with an MCP member: what the runtime needs of it."""
+
+    lists_tools: bool
+    """Whether it has openenv's `ListToolsAction` (`type` const `list_tools`), so a session
+    can be asked for its tools."""
+
+
+def mcp_union_of(model: type[BaseModel]) -> McpUnion | None:
+    """The MCP side of a union action model, when one of its members is openenv's
+    `CallToolAction` (told by its `type` const `call_tool`, like a plain MCP action)."""
+    union = union_of(model)
+    if union is None:
+        return None
+    schemas = [m.model.model_json_schema() for m in union.members]
+    if not any(is_mcp_action(s) for s in schemas):
+        return None
+    lists = any(((s.get("properties") or {}).get("type") or {}).get("const") == "list_tools" for s in schemas)
+    return McpUnion(lists_tools=lists)
 
 
 def _union_args(annotation: Any) -> tuple[Any, ...]:

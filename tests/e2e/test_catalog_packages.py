@@ -192,19 +192,13 @@ def test_readme_explains_the_action_space(name: str) -> None:
 def test_example_action_is_valid_for_the_generated_and_the_server_model(name: str) -> None:
     from openenv.core.env_server.mcp_types import CallToolAction
 
-    from openenvgen_runtime import ActionSpace
-
     spec = spec_of(name)
     taskset = taskset_of(name)
     example = spec.defaults.example_action
     assert example is not None
-    # Exactly what happens to a model reply: parsed, then validated by the generated models.
-    space = ActionSpace(
-        action_model=taskset.ACTION_MODEL,
-        action_schema=spec.action_schema,
-        tool_arguments=dict(taskset.TOOL_ARGUMENTS) if taskset.IS_MCP else None,
-        tools=[t.model_dump() for t in spec.tools] if spec.tools else None,
-    )
+    # Exactly what happens to a model reply: parsed, then validated by the generated models
+    # (an MCP union's by the models of its unlisted tools: agent_world_model's verify).
+    space = taskset.space_for(spec.action_schema, [t.model_dump() for t in spec.tools] if spec.tools else None)
     action = space.parse(json.dumps(example))
     taskset.ACTION_MODEL.model_validate(action)
     if spec.is_mcp:

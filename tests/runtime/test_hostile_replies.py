@@ -36,7 +36,11 @@ PACKAGES = {
 def space_of(target: str) -> ActionSpace:
     module, name = target.split(":")
     taskset = getattr(importlib.import_module(module), name)
-    tool_arguments = getattr(taskset, "TOOL_ARGUMENTS", None) if taskset.IS_MCP else None
+    # agent_world_model's union is MCP too, but its tools come with each episode: parsed here
+    # as the union it is, so the union's parser is covered.
+    tool_arguments = (
+        getattr(taskset, "TOOL_ARGUMENTS", None) if taskset.IS_MCP and not taskset.TOOLS_PER_EPISODE else None
+    )
     tools = [
         {"name": tool, "description": "", "input_schema": model.model_json_schema()}
         for tool, model in (tool_arguments or {}).items()

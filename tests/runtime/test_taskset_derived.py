@@ -37,7 +37,37 @@ def test_is_mcp_is_derived_from_the_action_model() -> None:
         ACTION_MODEL = Move
         IS_MCP = True
 
-    assert (Mcp.IS_MCP, Typed.IS_MCP, Union.IS_MCP, Told.IS_MCP) == (True, False, False, True)
+    class Calls(AdapterTaskset):  # a union with CallToolAction but no ListToolsAction
+        ACTION_MODEL = RootModel[Move | CallToolAction]
+
+    # A union with openenv's CallToolAction among its members is MCP; with ListToolsAction
+    # too, its tools may be listed per episode.
+    assert (Mcp.IS_MCP, Typed.IS_MCP, Union.IS_MCP, Calls.IS_MCP, Told.IS_MCP) == (True, False, True, True, True)
+    assert [t.TOOLS_PER_EPISODE for t in (Mcp, Typed, Union, Calls, Told)] == [False, False, True, False, False]
+
+
+def test_agent_world_model_is_an_mcp_union_with_unlisted_tools() -> None:
+    """Its snapshot's unlisted tools (verify, done) are offered with typed arguments beside the
+    tools an episode lists; a listed tool gets a model built from its input schema."""
+    import pytest
+    from agent_world_model_openenv import AgentWorldModelTaskset
+
+    from openenvgen_runtime import InvalidAction
+
+    assert AgentWorldModelTaskset.IS_MCP and AgentWorldModelTaskset.TOOLS_PER_EPISODE
+    listed = [{"name": "search", "description": "Search.", "input_schema": {"properties": {"q": {"type": "string"}}}}]
+    space = AgentWorldModelTaskset.space_for({}, listed)
+    assert sorted(space.tool_arguments or {}) == ["done", "search", "verify"]
+    assert space.parse('{"tool": "verify", "arguments": {"verifier_mode": "code"}}') == {
+        "type": "call_tool",
+        "tool_name": "verify",
+        "arguments": {"verifier_mode": "code"},
+    }
+    assert space.parse('{"tool": "search", "arguments": {"q": "x"}}')["arguments"] == {"q": "x"}
+    with pytest.raises(InvalidAction, match="arguments for 'verify': verifier_mode: Input should be 'code' or 'sql'"):
+        space.parse('{"tool": "verify", "arguments": {"verifier_mode": "llm"}}')
+    with pytest.raises(InvalidAction, match="arguments for 'search': q: Input should be a valid string"):
+        space.parse('{"tool": "search", "arguments": {"q": 1}}')
 
 
 def test_generated_packages_take_their_defaults_from_the_snapshot() -> None:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import MISSING, BaseModel, ConfigDict, Field, RootModel
+
+# isort: split
+from openenvgen_runtime.mcp_models import CallToolAction, ListToolsAction
+
+__all__ = [
+    "AWMObservation",
+    "AgentWorldModelAction",
+    "CallToolAction",
+    "ListToolsAction",
+]
 
 
 class AWMObservation(BaseModel):
@@ -78,52 +88,6 @@ class AWMObservation(BaseModel):
         None,
         description="Session directory path (when keep_session=True)",
         title="Session Dir",
-    )
-
-
-class CallToolAction(BaseModel):
-    """
-    Call a specific tool via MCP.
-
-    This action triggers MCP's tools/call operation with the
-    specified tool name and arguments.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the action", title="Metadata"
-    )
-    type: Literal["call_tool"] = Field(
-        "call_tool", description="Action type discriminator", title="Type"
-    )
-    tool_name: str = Field(
-        ..., description="Name of the tool to call", title="Tool Name"
-    )
-    arguments: dict[str, Any] | MISSING = Field(
-        MISSING, description="Arguments to pass to the tool", title="Arguments"
-    )
-
-
-class ListToolsAction(BaseModel):
-    """
-    Request list of available tools from the environment.
-
-    This action triggers MCP's tools/list operation and returns
-    all available tools with their schemas.
-
-    Note: Does NOT require reset() to be called first.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the action", title="Metadata"
-    )
-    type: Literal["list_tools"] = Field(
-        "list_tools", description="Action type discriminator", title="Type"
     )
 
 

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+# isort: split
+from openenvgen_runtime.mcp_models import (
+    CallToolAction,
+    CallToolObservation,
+    ToolError,
+    ToolErrorType,
+)
+
+__all__ = [
+    "BashArguments",
+    "CallToolAction",
+    "CallToolObservation",
+    "CodingToolsResetObservation",
+    "EditArguments",
+    "GlobArguments",
+    "GrepArguments",
+    "LsArguments",
+    "MultiEditArguments",
+    "ReadArguments",
+    "SubmitSolutionArguments",
+    "TodoWriteArguments",
+    "ToolError",
+    "ToolErrorType",
+    "WriteArguments",
+]
 
 
 class BashArguments(BaseModel):
@@ -14,65 +39,6 @@ class BashArguments(BaseModel):
     )
     command: str
     timeout: float | None = 30
-
-
-class CallToolAction(BaseModel):
-    """
-    Call a specific tool via MCP.
-
-    This action triggers MCP's tools/call operation with the
-    specified tool name and arguments.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the action", title="Metadata"
-    )
-    type: Literal["call_tool"] = Field(
-        "call_tool", description="Action type discriminator", title="Type"
-    )
-    tool_name: str = Field(
-        ..., description="Name of the tool to call", title="Tool Name"
-    )
-    arguments: dict[str, Any] | MISSING = Field(
-        MISSING, description="Arguments to pass to the tool", title="Arguments"
-    )
-
-
-class CallToolObservation(BaseModel):
-    """
-    Response from tool execution.
-
-    Contains the tool's result or an error if the call failed.
-    Tool-specific errors (from the tool itself) are included in the result.
-    Transport/framework errors use the error field.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    done: bool = Field(
-        False, description="Whether the episode has terminated", title="Done"
-    )
-    reward: bool | int | float | None = Field(
-        None, description="Reward signal from the last action", title="Reward"
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the observation", title="Metadata"
-    )
-    tool_name: str = Field(
-        ..., description="Name of the tool that was called", title="Tool Name"
-    )
-    result: Any = Field(
-        None,
-        description="Tool-specific result (may include tool errors)",
-        title="Result",
-    )
-    error: ToolError | None = Field(
-        None, description="Transport/framework error if call failed"
-    )
 
 
 class EditArguments(BaseModel):
@@ -138,35 +104,6 @@ class TodoWriteArguments(BaseModel):
         extra="forbid",
     )
     todos: list[dict[str, Any]]
-
-
-class ToolError(BaseModel):
-    """
-    Structured error for tool execution failures.
-
-    This is used for transport/framework errors, NOT for errors returned
-    by the tool itself (those go in the result field).
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    error_type: ToolErrorType = Field(..., description="Category of the error")
-    message: str = Field(
-        ..., description="Human-readable error message", title="Message"
-    )
-
-
-class ToolErrorType(StrEnum):
-    """
-    Types of errors that can occur during tool execution.
-    """
-
-    execution_error = "execution_error"
-    invalid_args = "invalid_args"
-    transport_error = "transport_error"
-    tool_not_found = "tool_not_found"
-    timeout = "timeout"
 
 
 class WriteArguments(BaseModel):

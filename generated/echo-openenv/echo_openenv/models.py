@@ -2,69 +2,25 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Any, Literal
+from pydantic import BaseModel, ConfigDict
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field
+# isort: split
+from openenvgen_runtime.mcp_models import (
+    CallToolAction,
+    CallToolObservation,
+    ToolError,
+    ToolErrorType,
+)
 
-
-class CallToolAction(BaseModel):
-    """
-    Call a specific tool via MCP.
-
-    This action triggers MCP's tools/call operation with the
-    specified tool name and arguments.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the action", title="Metadata"
-    )
-    type: Literal["call_tool"] = Field(
-        "call_tool", description="Action type discriminator", title="Type"
-    )
-    tool_name: str = Field(
-        ..., description="Name of the tool to call", title="Tool Name"
-    )
-    arguments: dict[str, Any] | MISSING = Field(
-        MISSING, description="Arguments to pass to the tool", title="Arguments"
-    )
-
-
-class CallToolObservation(BaseModel):
-    """
-    Response from tool execution.
-
-    Contains the tool's result or an error if the call failed.
-    Tool-specific errors (from the tool itself) are included in the result.
-    Transport/framework errors use the error field.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    done: bool = Field(
-        False, description="Whether the episode has terminated", title="Done"
-    )
-    reward: bool | int | float | None = Field(
-        None, description="Reward signal from the last action", title="Reward"
-    )
-    metadata: dict[str, Any] | MISSING = Field(
-        MISSING, description="Additional metadata for the observation", title="Metadata"
-    )
-    tool_name: str = Field(
-        ..., description="Name of the tool that was called", title="Tool Name"
-    )
-    result: Any = Field(
-        None,
-        description="Tool-specific result (may include tool errors)",
-        title="Result",
-    )
-    error: ToolError | None = Field(
-        None, description="Transport/framework error if call failed"
-    )
+__all__ = [
+    "CallToolAction",
+    "CallToolObservation",
+    "EchoMessageArguments",
+    "EchoResetObservation",
+    "EchoWithLengthArguments",
+    "ToolError",
+    "ToolErrorType",
+]
 
 
 class EchoMessageArguments(BaseModel):
@@ -79,35 +35,6 @@ class EchoWithLengthArguments(BaseModel):
         extra="forbid",
     )
     message: str
-
-
-class ToolError(BaseModel):
-    """
-    Structured error for tool execution failures.
-
-    This is used for transport/framework errors, NOT for errors returned
-    by the tool itself (those go in the result field).
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    error_type: ToolErrorType = Field(..., description="Category of the error")
-    message: str = Field(
-        ..., description="Human-readable error message", title="Message"
-    )
-
-
-class ToolErrorType(StrEnum):
-    """
-    Types of errors that can occur during tool execution.
-    """
-
-    execution_error = "execution_error"
-    invalid_args = "invalid_args"
-    transport_error = "transport_error"
-    tool_not_found = "tool_not_found"
-    timeout = "timeout"
 
 
 # The server's reset observation has the step observation's schema.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from openenvgen.errors import UsageError
-from openenvgen.spec import EnvDefaults, ServerInterface
+from openenvgen.spec import EnvDefaults, ServerInterface, ToolSpec
 
 DATA = Path(__file__).parent / "data"
 """The embedded catalog: catalog.toml, seeding.json and snapshots/<name>.json."""
@@ -96,6 +96,7 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
         example_action=entry.get("example_action"),
         seed_verdict=seed.get("verdict"),
         seed_evidence=seed.get("summary", ""),
+        unlisted_tools=tuple(ToolSpec.model_validate(t) for t in entry.get("unlisted_tools", ())),
     )
 
 
