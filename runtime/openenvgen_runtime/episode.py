@@ -3,14 +3,17 @@
 The runtime plays the user: the reset observation opens the chat, every valid action is
 stepped host-side, and the next observation is the next turn, rendered by `observations`
 (hidden fields out, media as content parts; the env's `system_prompt` leads the system
-message) or by the package's `custom.py` renderer. An action comes either as
+message) or by the package's `custom.py` renderer (given the package's observation model
+when it asks for it, `typed_hooks`). An action comes either as
 text (parsed as JSON, or a bare value) or, with `action_format="tools"`, as a native tool
 call; then the observation goes back as that call's tool result, so the conversation
 stays well-formed for chat templates (a plain-text reply is still parsed as text). A
 reply that is not a valid action goes back to the model with the reason, up to
 `max_invalid_actions` times in a row. The step rewards are summed onto the trace before
 the interaction closes, so they are part of the score verifiers reports; the final
-observation goes to `trace.info["openenv"]` and its numeric fields become metrics.
+observation goes to `trace.info["openenv"]` and its numeric fields become metrics; when a
+`custom.py` reward or metric asks for `observation(s)`, those observations go to
+`trace.info["openenv_observations"]`, whence the hooks read them.
 
 A WebSocket that breaks mid-episode ends the episode as `env_lost` (and failed): the
 server-side env is gone, and a new session would be a different episode.
@@ -24,6 +27,7 @@ from typing import Any
 from verifiers.v1.types import AssistantMessage, ToolMessage, UserMessage
 from websockets.exceptions import ConnectionClosed
 
+from openenvgen_runtime import openenv_private
 from openenvgen_runtime.actions import ActionSpace, InvalidAction, ToolCallRequest
 from openenvgen_runtime.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.observations import (
@@ -35,7 +39,8 @@ from openenvgen_runtime.observations import (
 )
 from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.prompts import invalid, turn
-from openenvgen_runtime.scoring import REWARD_NAME, Score, Stop
+from openenvgen_runtime.scoring import REWARD_NAME, SCORE_INFO, Score, Stop
+from openenvgen_runtime.typed_hooks import INFO_KEY, NO_MODELS, RESET, STEP, ObservationModels, entry
 
 # What a broken session looks like from openenv's client.
 _LOST = (ConnectionClosed, ConnectionError, asyncio.TimeoutError, OSError)
@@ -58,9 +63,19 @@ def session_failure(error: Exception, where: str = "") -> EnvLost | InvalidActio
     return None
 
 
+def episode_metrics(final: dict[str, Any], score: Score) -> dict[str, float]:
+    """The runtime's metrics of an episode: the final observation's numbers, then its own
+    counts (last, so they win a name clash)."""
+    return {
+        **numeric_metrics(final),
+        "env_steps": float(len(score.rewards)),
+        "invalid_actions": float(score.invalid_actions),
+    }
+
+
 async def _step(client: Any, action: dict[str, Any]) -> Any:
     try:
-        return await client.step(action)
+        return await openenv_private.step(client, action)  # `client.step`, without a task per reply
     except (*_LOST, RuntimeError) as e:
         failure = session_failure(e)
         if failure is None:
@@ -101,12 +116,20 @@ async def next_turn(
     *,
     tools: bool = False,
     extension: Extension = NO_EXTENSION,
+    models: ObservationModels = NO_MODELS,
+    kind: str = STEP,
 ) -> str | list[Any]:
-    """What the model reads for one observation: its text (the package's renderer, if it
-    set one), the reward and, unless actions are tools, the action schema; with media,
+    """What the model reads for one observation (a `kind` of `reset` or `step`): its text
+    (the package's renderer, if it set one: given `models`' instance, or the visible
+    fields), the reward and, unless actions are tools, the action schema; with media,
     verifiers content parts."""
     rendered = await view.render(observation)
-    text = rendered.text if extension.renderer is None else extension.render(rendered.fields)
+    if extension.renderer is None:
+        text = rendered.text
+    elif extension.typed_renderer:
+        text = extension.render(models.typed(entry(kind, observation, reward, False)))
+    else:
+        text = extension.render(rendered.fields)
     return rendered.content(turn(text, space, reward, schema=not tools))
 
 
@@ -117,21 +140,31 @@ async def play(task: Any, agents: Any, pool: ServerPool, taskset: Any) -> None:
     tools = config.action_format == "tools"
     max_invalid = config.max_invalid_actions
     extension = getattr(task, "EXTENSION", NO_EXTENSION)  # the package's custom.py
+    models: ObservationModels = getattr(task, "OBSERVATION_MODELS", NO_MODELS)
+    records = extension.records  # which observations the hooks read: all, the last, or none
+    seen: list[dict[str, Any]] = []
     score = Score()
     async with pool.session(task.data.reset) as (server, client, result):
         space: ActionSpace = taskset.action_space(server)
+        if space.tools_per_episode:
+            # MCP tools that follow the task: listed on this session, after its reset.
+            space, task = await taskset.episode_space(space, server, client, task)
         view: ObservationView = taskset.observation_view(server)
 
-        async def observe(observation: dict[str, Any], reward: float | None = None) -> str | list[Any]:
-            return await next_turn(view, space, observation, reward, tools=tools, extension=extension)
+        async def observe(observation: dict[str, Any], reward: float | None = None, kind: str = STEP) -> Any:
+            return await next_turn(
+                view, space, observation, reward, tools=tools, extension=extension, models=models, kind=kind
+            )
 
         last = result.observation
+        if records:
+            seen.append(entry(RESET, last, result.reward, bool(result.done)))
         if env_system_prompt(last):
             task = task.with_system_prompt(system_prompt_with_env(task.data.system_prompt or "", last))
         async with agents.player.interaction(task) as interaction:
             trace = interaction.trace
             try:
-                segment = await interaction.turn(_answer([], await observe(last)))
+                segment = await interaction.turn(_answer([], await observe(last, kind=RESET)))
                 streak = 0
                 while not segment.terminated:
                     calls = _tool_calls(segment)
@@ -152,6 +185,10 @@ async def play(task: Any, agents: Any, pool: ServerPool, taskset: Any) -> None:
                         continue
                     streak = 0
                     last = result.observation
+                    if records:
+                        if records == "last":
+                            seen.clear()
+                        seen.append(entry(STEP, last, result.reward, bool(result.done)))
                     score.add(result.reward)
                     if result.done:
                         trace.stop(Stop.ENV_DONE)
@@ -165,9 +202,12 @@ async def play(task: Any, agents: Any, pool: ServerPool, taskset: Any) -> None:
                 raise
             finally:
                 trace.record_reward(REWARD_NAME, score.total)
-                # The final observation: kept without media, its numbers as metrics; the
-                # runtime's own counts are recorded last, so they win a name clash.
+                # What the episode earned and its final observation (without media) stay on
+                # the trace: the task's own reward and metrics are scored from them
+                # (`AdapterTask.openenv_reward`), live and by `vf-replay` alike. Recorded
+                # here too, for an episode that fails before it is scored.
+                trace.info[SCORE_INFO] = score.info()
                 trace.info["openenv"] = final_info(last)
-                trace.record_metrics(numeric_metrics(last))
-                trace.record_metric("env_steps", len(score.rewards))
-                trace.record_metric("invalid_actions", score.invalid_actions)
+                if records:
+                    trace.info[INFO_KEY] = [{**e, "observation": final_info(e["observation"])} for e in seen]
+                trace.record_metrics(episode_metrics(trace.info["openenv"], score))

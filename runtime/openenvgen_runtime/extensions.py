@@ -11,10 +11,11 @@ changes nothing: the same prompts, the same tasks, the same scores.
 | `SYSTEM_PROMPT` | replaces the system prompt (`--env.taskset.system-prompt FILE` still wins) |
 | `ACTION_HINT` | replaces the package's action hint appended to the runtime's system prompt |
 | `HIDDEN_FIELDS` | observation fields the model never reads |
-| `render_observation(observation) -> str` | the text the model reads for an observation (its visible fields) |
+| `render_observation(observation) -> str` | the text the model reads (from its model, or its visible fields) |
 | `RESETS` or `build_resets(config)` | the task list: reset kwargs, one task each (`--env.taskset.resets` still wins) |
 
-Reward and metric functions take `(task, trace, runtime)` by name; rewards add to the env's
+Reward and metric functions take `(task, trace, runtime)` by name, and `observation` /
+`observations` as the package's typed models (`typed_hooks`); rewards add to the env's
 summed reward.
 
 Everything that can be checked without playing is checked here, at import: a syntax
@@ -37,15 +38,17 @@ import inspect
 import math
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
-from openenvgen_runtime.scoring import REWARD_NAME
+from openenvgen_runtime import typed_hooks
+from openenvgen_runtime.scoring import METRICS_NAME, REWARD_NAME
+from openenvgen_runtime.typed_hooks import NO_MODELS, AnnotationError, ObservationModels
 
 SCORE_ARGUMENTS = ("task", "trace", "runtime")
 """What verifiers passes a reward or metric, by parameter name."""
-RESERVED_SCORES = frozenset({REWARD_NAME, "env_steps", "invalid_actions"})
+RESERVED_SCORES = frozenset({REWARD_NAME, METRICS_NAME, "env_steps", "invalid_actions"})
 """Names the runtime records itself; a hook of the same name would overwrite them."""
 HOOKS = ("SYSTEM_PROMPT", "ACTION_HINT", "HIDDEN_FIELDS", "render_observation", "RESETS", "build_resets")
 
@@ -59,6 +62,17 @@ class HookError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class ScoreHook:
+    """A `@vf.reward` or `@vf.metric` function of `custom.py`, and what it asks for."""
+
+    fn: Callable[..., Any]
+    kind: str
+    """`reward` or `metric`."""
+    asks: dict[str, bool] = field(default_factory=dict)
+    """`observation` / `observations` → whether as the package's model (else a dict)."""
+
+
+@dataclass(frozen=True)
 class Extension:
     """The hooks one package's `custom.py` sets; the defaults change nothing."""
 
@@ -67,13 +81,23 @@ class Extension:
     system_prompt: str | None = None
     action_hint: str | None = None
     hidden_fields: frozenset[str] = frozenset()
-    renderer: Callable[[dict[str, Any]], str] | None = None
+    renderer: Callable[[Any], str] | None = None
+    typed_renderer: bool = False
+    """Whether `renderer` takes the package's observation model (else a dict of visible fields)."""
     resets: tuple[dict[str, Any], ...] | None = None
     build_resets: Callable[..., Any] | None = None
-    rewards: tuple[Callable[..., Any], ...] = ()
-    metrics: tuple[Callable[..., Any], ...] = ()
+    scores: tuple[ScoreHook, ...] = ()
+    _bound: dict[tuple[str, ObservationModels], tuple[Callable[..., Any], ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
-    def render(self, observation: dict[str, Any]) -> str:
+    @property
+    def records(self) -> str:
+        """Which observations an episode records for the hooks: `all`, `last` or `` (none)."""
+        asked = {name for hook in self.scores for name in hook.asks}
+        return "all" if typed_hooks.OBSERVATIONS in asked else "last" if asked else ""
+
+    def render(self, observation: Any) -> str:
         """`render_observation(observation)`, checked; only call when `renderer` is set."""
         assert self.renderer is not None
         try:
@@ -96,9 +120,13 @@ class Extension:
             raise ExtensionError(f"{self.source}: build_resets raised {_error(e)}") from e
         return _resets(built, self.source, "build_resets(config)", "must return")
 
-    def hooks(self, attr: str) -> tuple[Callable[..., Any], ...]:
-        """The module's `@vf.reward` or `@vf.metric` functions (guarded), by decorator name."""
-        return {"reward": self.rewards, "metric": self.metrics}.get(attr, ())
+    def hooks(self, attr: str, models: ObservationModels = NO_MODELS) -> tuple[Callable[..., Any], ...]:
+        """The module's `@vf.reward` or `@vf.metric` functions, by decorator name, guarded and
+        given what they ask for as `models` (made once per models)."""
+        key = (attr, models)
+        if key not in self._bound:
+            self._bound[key] = tuple(_guarded(h, self.source, models) for h in self.scores if h.kind == attr)
+        return self._bound[key]
 
 
 NO_EXTENSION = Extension()
@@ -137,11 +165,14 @@ def _check(namespace: dict[str, Any], source: str, module_name: str) -> Extensio
         or not all(isinstance(field, str) for field in hidden)
     ):
         raise ExtensionError(f"{source}: HIDDEN_FIELDS must be a set (or list) of field names, not {hidden!r:.80}")
+    models_module = f"{module_name.rpartition('.')[0]}.models"
     renderer = hooks.get("render_observation")
+    typed_renderer = False
     if renderer is not None:
         _callable_with(renderer, source, "render_observation", "(observation)", ({},))
         if inspect.iscoroutinefunction(renderer):
             raise ExtensionError(f"{source}: render_observation must be a plain function, not async")
+        typed_renderer = _typed(renderer, _first_parameter(renderer), source, "render_observation", models_module)
     if "RESETS" in hooks and "build_resets" in hooks:
         raise ExtensionError(f"{source}: set RESETS or build_resets, not both")
     resets = tuple(_resets(hooks["RESETS"], source, "RESETS", "must be")) if "RESETS" in hooks else None
@@ -149,8 +180,7 @@ def _check(namespace: dict[str, Any], source: str, module_name: str) -> Extensio
     if build is not None:
         _callable_with(build, source, "build_resets", "(config)", (object(),))
 
-    rewards: list[Callable[..., Any]] = []
-    metrics: list[Callable[..., Any]] = []
+    scores: list[ScoreHook] = []
     for name, value in namespace.items():
         kinds = [kind for kind in ("reward", "metric") if callable(value) and getattr(value, kind, False) is True]
         if not kinds:
@@ -158,19 +188,37 @@ def _check(namespace: dict[str, Any], source: str, module_name: str) -> Extensio
         if len(kinds) == 2:
             raise ExtensionError(f"{source}: {name} is marked both @vf.reward and @vf.metric; pick one")
         (kind,) = kinds
-        _check_score(value, kind, name, source)
-        (rewards if kind == "reward" else metrics).append(_guarded(value, kind, source))
+        asks = _check_score(value, kind, name, source)
+        label = f"{kind} {name}"
+        typed = {parameter: _typed(value, parameter, source, label, models_module) for parameter in asks}
+        scores.append(ScoreHook(value, kind, typed))
     return Extension(
         source=source,
         system_prompt=hooks.get("SYSTEM_PROMPT"),
         action_hint=hooks.get("ACTION_HINT"),
         hidden_fields=frozenset(hidden),
         renderer=renderer,
+        typed_renderer=typed_renderer,
         resets=resets,
         build_resets=build,
-        rewards=tuple(rewards),
-        metrics=tuple(metrics),
+        scores=tuple(scores),
     )
+
+
+def _first_parameter(fn: Any) -> str:
+    try:
+        return next(iter(inspect.signature(fn).parameters), "")
+    except (TypeError, ValueError):
+        return ""
+
+
+def _typed(fn: Any, parameter: str, source: str, label: str, models_module: str) -> bool:
+    """Whether `fn`'s `parameter` takes the package's model: a renderer only when annotated
+    with one, a score hook unless annotated as a dict."""
+    try:
+        return typed_hooks.wants_model(fn, parameter, models_module, default=label != "render_observation")
+    except AnnotationError as e:
+        raise ExtensionError(f"{source}: {label}: {e}") from None
 
 
 def _misspelt(namespace: dict[str, Any], source: str, module_name: str) -> None:
@@ -208,8 +256,11 @@ def _resets(value: Any, source: str, what: str, verb: str) -> list[dict[str, Any
     return [dict(reset) for reset in value]
 
 
-def _check_score(fn: Callable[..., Any], kind: str, name: str, source: str) -> None:
+def _check_score(fn: Callable[..., Any], kind: str, name: str, source: str) -> list[str]:
+    """Check a reward or metric's name, signature and weight; what it asks for beyond
+    verifiers' arguments (`observation`, `observations`)."""
     label = f"{kind} {name}"
+    asks: list[str] = []
     if name in RESERVED_SCORES or fn.__name__ in RESERVED_SCORES:
         raise ExtensionError(f"{source}: {label}: {fn.__name__!r} is recorded by the runtime; rename the function")
     try:
@@ -219,10 +270,12 @@ def _check_score(fn: Callable[..., Any], kind: str, name: str, source: str) -> N
     for parameter in parameters:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        if parameter.name not in SCORE_ARGUMENTS and parameter.default is parameter.empty:
+        if parameter.name in typed_hooks.ARGUMENTS:
+            asks.append(parameter.name)
+        elif parameter.name not in SCORE_ARGUMENTS and parameter.default is parameter.empty:
             raise ExtensionError(
                 f"{source}: {label} takes {parameter.name!r}, but a {kind} is given only "
-                f"{', '.join(SCORE_ARGUMENTS)} (by name)"
+                f"{', '.join((*SCORE_ARGUMENTS, *typed_hooks.ARGUMENTS))} (by name)"
             )
         if parameter.kind is parameter.POSITIONAL_ONLY:
             raise ExtensionError(
@@ -231,18 +284,29 @@ def _check_score(fn: Callable[..., Any], kind: str, name: str, source: str) -> N
     weight = getattr(fn, "_vf_weight", 1.0)
     if kind == "reward" and (not isinstance(weight, Real) or isinstance(weight, bool) or not math.isfinite(weight)):
         raise ExtensionError(f"{source}: {label}: weight must be a finite number, not {weight!r}")
+    return asks
 
 
-def _guarded(fn: Callable[..., Any], kind: str, source: str) -> Callable[..., Any]:
-    """`fn` as verifiers calls it (awaited, by name), failing with a line naming the hook.
+def _guarded(hook: ScoreHook, source: str, models: ObservationModels) -> Callable[..., Any]:
+    """`hook` as verifiers calls it (awaited, by name), failing with a line naming the hook.
 
-    `functools.wraps` keeps the name, the signature verifiers reads to pass arguments, and
-    the decorator's marks (weight, priority)."""
-    label = f"{source}: {kind} {fn.__name__}"
+    `functools.wraps` keeps the name and the decorator's marks (weight, priority); the
+    signature verifiers reads to pass arguments is the hook's own, with `observation(s)`
+    replaced by `trace`, whence they are read."""
+    fn = hook.fn
+    label = f"{source}: {hook.kind} {fn.__name__}"
+    signature = inspect.signature(fn)
+    passed = [p for p in signature.parameters.values() if p.name not in typed_hooks.ARGUMENTS]
+    adds_trace = bool(hook.asks) and "trace" not in signature.parameters
+    if adds_trace:
+        passed.append(inspect.Parameter("trace", inspect.Parameter.KEYWORD_ONLY))
 
     @functools.wraps(fn)
     async def guarded(**kwargs: Any) -> Any:
         try:
+            if hook.asks:
+                trace = kwargs.pop("trace") if adds_trace else kwargs["trace"]
+                kwargs.update(typed_hooks.arguments(trace, hook.asks, models))
             value = fn(**kwargs)
             if inspect.isawaitable(value):
                 value = await value
@@ -250,7 +314,14 @@ def _guarded(fn: Callable[..., Any], kind: str, source: str) -> Callable[..., An
             raise HookError(f"{label} raised {_error(e)}") from e
         return _score_value(value, label)
 
+    if hook.asks:
+        guarded.__signature__ = signature.replace(parameters=_ordered(passed))  # type: ignore[attr-defined]
     return guarded
+
+
+def _ordered(parameters: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    """`parameters` in an order `inspect.Signature` accepts (kinds ascending)."""
+    return sorted(parameters, key=lambda p: p.kind)
 
 
 def _score_value(value: Any, label: str) -> Any:

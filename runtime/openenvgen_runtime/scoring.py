@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Stop:
@@ -20,6 +21,11 @@ class Stop:
 
 
 REWARD_NAME = "openenv_reward"
+METRICS_NAME = "openenv_metrics"
+"""The runtime's metric function: the final observation's numbers, `env_steps`, `invalid_actions`."""
+SCORE_INFO = "openenv_score"
+"""Where an episode records what it earned, in `trace.info`: its per-step rewards and its
+invalid replies, from which the runtime's reward and metrics are scored (and rescored)."""
 
 
 @dataclass
@@ -35,3 +41,18 @@ class Score:
     @property
     def total(self) -> float:
         return sum(self.rewards)
+
+    def info(self) -> dict[str, Any]:
+        """What `trace.info[SCORE_INFO]` holds."""
+        return {"rewards": list(self.rewards), "invalid_actions": self.invalid_actions}
+
+    @classmethod
+    def from_info(cls, info: dict[str, Any]) -> Score:
+        """The score an episode recorded in `info` (a trace's `info`)."""
+        recorded = info.get(SCORE_INFO)
+        if not isinstance(recorded, dict):
+            raise ValueError(
+                f"the trace has no {SCORE_INFO!r} in its info (saved by an older openenvgen-runtime): "
+                "the env's rewards cannot be scored from it"
+            )
+        return cls([float(r) for r in recorded.get("rewards") or []], int(recorded.get("invalid_actions") or 0))

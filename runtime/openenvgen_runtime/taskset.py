@@ -22,11 +22,15 @@ from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.drift import check_drift
 from openenvgen_runtime.extensions import NO_EXTENSION, Extension, load_extension
+from openenvgen_runtime.mcp_tools import ToolListError, argument_model, session_tools
 from openenvgen_runtime.observations import ObservationView
 from openenvgen_runtime.pool import ServerPool
 from openenvgen_runtime.prompts import system_prompt
+from openenvgen_runtime.scoring import Score
 from openenvgen_runtime.seat import require_in_process_seat
 from openenvgen_runtime.servers import Server
+from openenvgen_runtime.typed_hooks import NO_MODELS, ObservationModels
+from openenvgen_runtime.unions import mcp_union_of
 from openenvgen_schemas.modeldiff import is_mcp_action
 
 logger = logging.getLogger(__name__)
@@ -36,6 +40,8 @@ logger = logging.getLogger(__name__)
 Taskset = vf.Taskset
 ToolArguments = dict[str, type[BaseModel]]
 """MCP envs: tool name → its generated argument model (`AdapterTaskset.TOOL_ARGUMENTS`)."""
+MAX_LISTED_SPACES = 256
+"""Action spaces kept per server for the tool lists its episodes listed (one per scenario, say)."""
 
 
 class AdapterTask(vf.Task[AdapterData]):
@@ -44,17 +50,31 @@ class AdapterTask(vf.Task[AdapterData]):
     Task subclass (`<module>/custom.py`), loaded and checked when the subclass is made, so a
     task rebuilt from wire data by verifiers keeps them. No `custom.py`, no hooks."""
 
+    OBSERVATION_MODELS: ClassVar[ObservationModels] = NO_MODELS
+    """The package's generated observation models, which typed hooks get: set from its
+    taskset (`AdapterTaskset.OBSERVATION_MODEL`, `RESET_OBSERVATION_MODEL`)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         package = cls.__module__.rpartition(".")[0]
         if "EXTENSION" not in cls.__dict__ and package:
             cls.EXTENSION = load_extension(f"{package}.custom")
 
+    @vf.reward
+    async def openenv_reward(self, trace: Any) -> float:
+        """The env's per-step rewards, summed, read from the trace (`vf-replay` gets the same)."""
+        return Score.from_info(trace.info).total
+
+    @vf.metric
+    async def openenv_metrics(self, trace: Any) -> dict[str, float]:
+        """The final observation's numbers, `env_steps` and `invalid_actions`, from the trace."""
+        return episode.episode_metrics(trace.info.get("openenv") or {}, Score.from_info(trace.info))
+
     def hooks(self, attr: str) -> list[Any]:
         """verifiers' merge of decorated and config-plugged scoring functions, with the
         extension's `@vf.reward`/`@vf.metric` functions counted as decorated: a plugged
         entry of the same name (`--env.taskset.task.rewards.NAME.weight`) still overrides."""
-        extra = self.EXTENSION.hooks(attr)
+        extra = self.EXTENSION.hooks(attr, self.OBSERVATION_MODELS)
         if not extra:
             return super().hooks(attr)
         from verifiers.v1.utils.decorators import discover_decorated
@@ -88,6 +108,14 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     `CallToolAction` shape, told by its `type` const `call_tool`) unless a subclass sets it."""
     TOOL_ARGUMENTS: ClassVar[ToolArguments] = {}
     """MCP envs: tool name → generated argument model. Empty for typed-action envs."""
+    TOOLS_PER_EPISODE: ClassVar[bool] = False
+    """MCP unions with openenv's `ListToolsAction` (agent_world_model): where a server lists
+    no tools at pool start (`POST /mcp`), each episode lists them on its session after its
+    reset, so they may follow the task. Derived from `ACTION_MODEL` unless a subclass sets it."""
+    UNLISTED_TOOLS: ClassVar[list[dict[str, Any]]] = []
+    """MCP envs: tools the env takes without listing them (`name`, `description`,
+    `input_schema`), offered beside the listed ones (default: the snapshot's
+    `defaults.unlisted_tools`)."""
     ACTION_HINT: ClassVar[str] = ""
     """Env-specific advice on phrasing an action, appended to the system prompt (default:
     the snapshot's `defaults.action_hint`)."""
@@ -105,10 +133,22 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__
-        if "ACTION_MODEL" in own and "IS_MCP" not in own:
-            # A union with an MCP member (agent_world_model) is not MCP here: the tool-call
-            # path takes one CallToolAction, not a union of it with other actions.
-            cls.IS_MCP = is_mcp_action(cls.ACTION_MODEL.model_json_schema())
+        if "ACTION_MODEL" in own:
+            # A union with openenv's CallToolAction among its members (agent_world_model's
+            # list/call union) is MCP too: its calls go out as that member.
+            union = mcp_union_of(cls.ACTION_MODEL)
+            if "IS_MCP" not in own:
+                cls.IS_MCP = union is not None or is_mcp_action(cls.ACTION_MODEL.model_json_schema())
+            if "TOOLS_PER_EPISODE" not in own:
+                cls.TOOLS_PER_EPISODE = union is not None and union.lists_tools
+        if "OBSERVATION_MODEL" in own or "RESET_OBSERVATION_MODEL" in own:
+            task_type = cls.task_type()
+            if issubclass(task_type, AdapterTask) and "OBSERVATION_MODELS" not in task_type.__dict__:
+                task_type.OBSERVATION_MODELS = ObservationModels(
+                    step=cls.OBSERVATION_MODEL,
+                    reset=cls.RESET_OBSERVATION_MODEL,
+                    owner=task_type.EXTENSION.source or cls.__module__,
+                )
         snapshot = own.get("SNAPSHOT")
         if snapshot is not None:
             # The env's measured defaults travel in its snapshot; a subclass may still set them.
@@ -117,6 +157,7 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
                 ("ACTION_HINT", "action_hint"),
                 ("SEED_VERDICT", "seed_verdict"),
                 ("SEED_EVIDENCE", "seed_evidence"),
+                ("UNLISTED_TOOLS", "unlisted_tools"),
             ):
                 if attr not in own and defaults.get(key) is not None:
                     setattr(cls, attr, defaults[key])
@@ -130,24 +171,68 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
         return space
 
     def _make_action_space(self, server: Server) -> ActionSpace:
-        if self.IS_MCP:
-            return ActionSpace(
-                action_model=self.ACTION_MODEL,
-                action_schema=server.schema.get("action", {}),
-                tool_arguments=dict(self.TOOL_ARGUMENTS),
-                tools=server.tools or [],
-            )
-        return ActionSpace(action_model=self.ACTION_MODEL, action_schema=server.schema.get("action", {}))
+        per_episode = self.TOOLS_PER_EPISODE and server.tools is None
+        return self.space_for(server.schema.get("action", {}), server.tools, per_episode=per_episode)
+
+    @classmethod
+    def space_for(
+        cls, action_schema: dict[str, Any], tools: list[dict[str, Any]] | None, *, per_episode: bool = False
+    ) -> ActionSpace:
+        """The action space for an action schema and a tool list. An MCP env offers each
+        listed tool and each unlisted one, by its generated argument model or, for a tool not
+        known ahead, by one built from its input schema (`mcp_tools.argument_model`)."""
+        if not cls.IS_MCP:
+            return ActionSpace(action_model=cls.ACTION_MODEL, action_schema=action_schema)
+        offered = list(tools or [])
+        names = {t.get("name") for t in offered}
+        offered += [t for t in cls.UNLISTED_TOOLS if t.get("name") not in names]
+        arguments = dict(cls.TOOL_ARGUMENTS)
+        for tool in offered:
+            name = tool.get("name")
+            if isinstance(name, str) and name not in arguments:
+                schema = tool.get("input_schema", tool.get("inputSchema"))
+                arguments[name] = argument_model(name, schema, tool.get("description") or "")
+        return ActionSpace(
+            action_model=cls.ACTION_MODEL,
+            action_schema=action_schema,
+            tool_arguments=arguments,
+            tools=offered,
+            tools_per_episode=per_episode,
+        )
+
+    async def episode_space(
+        self, space: ActionSpace, server: Server, client: Any, task: AdapterTask
+    ) -> tuple[ActionSpace, AdapterTask]:
+        """For an env whose MCP tools follow the task (`space.tools_per_episode`): the
+        episode's action space, from the tools its session lists after its reset, and its
+        task, offering them as function tools with `action_format="tools"`. One space per
+        tool list a server has shown, built once."""
+        try:
+            tools = await session_tools(client)
+        except ToolListError as e:
+            raise ToolListError(f"{server.url}: {e}") from None
+        except Exception as e:
+            failure = episode.session_failure(e, where=f" on {server.url}")
+            if isinstance(failure, episode.EnvLost):
+                raise failure from e
+            if failure is not None:
+                raise ToolListError(f"{server.url}: list_tools was refused: {failure}") from None
+            raise
+        key = json.dumps(tools, sort_keys=True, default=str)
+        listed = server.listed_spaces.get(key)
+        if listed is None:
+            if len(server.listed_spaces) >= MAX_LISTED_SPACES:
+                server.listed_spaces.clear()
+            listed = server.listed_spaces[key] = self.space_for(space.action_schema, tools)
+        config: AdapterConfig = self.config
+        if config.action_format == "tools":
+            task = task.with_data(action_tools=listed.function_tools)
+        return listed, task
 
     def load(self) -> Iterator[AdapterTask]:
         config: AdapterConfig = self.config
         check_as_a_worker(config)
-        snapshot_space = ActionSpace(
-            action_model=self.ACTION_MODEL,
-            action_schema=self.ACTION_MODEL.model_json_schema(),
-            tool_arguments=dict(self.TOOL_ARGUMENTS) if self.IS_MCP else None,
-            tools=self._snapshot_tools(),
-        )
+        snapshot_space = self.space_for(self.ACTION_MODEL.model_json_schema(), self._snapshot_tools())
         as_tools = config.action_format == "tools"
         # verifiers resolves this taskset's task type parameter, but types the result as its base Task.
         task_type = cast(type[AdapterTask], self.task_type())
@@ -214,8 +299,12 @@ def served_by_env_server() -> bool:
     return False
 
 
-class AdapterEnv(vf.Env[AdapterEnvConfig]):
+class AdapterEnv(vf.SingleAgentEnv, vf.Env[AdapterEnvConfig]):
     """Starts the shared server pool once per run and plays each task as one episode.
+
+    A single-agent env (one seat, `player`, one trace per episode and no cross-trace
+    score), so verifiers' offline tools that take only such envs (`vf-replay`) take it; its
+    config is its own (`Env[AdapterEnvConfig]`, found before SingleAgentEnv's).
 
     Under verifiers' env server a failed start does not end the worker: verifiers 0.4.0 would
     leave the episodes sent to a dead worker unanswered, so the worker logs the reason once

@@ -5,13 +5,9 @@ a real OpenEnv server, and kept byte for byte (and still in effect) by `regen`."
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
-import shutil
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +18,14 @@ from pydantic import Field
 
 from openenvgen_runtime.extensions import NO_EXTENSION, ExtensionError, HookError, load_extension
 from openenvgen_runtime.observations import ObservationView
-from openenvgen_testsupport.adapters import OPENENV_GEN, generate_from_server, load_env, run_all
+from openenvgen_testsupport.adapters import OPENENV_GEN, load_env, run_all
+from openenvgen_testsupport.custom_modules import copy_package, generated_package, hook_package, messages, unseeded
 from openenvgen_testsupport.fixture_envs import WordGuessAction, WordGuessEnvironment, make_wordle_app, wordle_feedback
 from openenvgen_testsupport.rollout import VF_EVAL, run_eval
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 pytestmark = pytest.mark.rollout
-
-_ids = itertools.count()
 
 
 # --- a changed upstream: the fixture Wordle with `feedback` renamed to `hints` ---------------
@@ -78,57 +73,6 @@ def template(wordle_server: str, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return out
 
 
-def _copy(template: Path, tmp_path: Path, custom: str | None = None) -> Path:
-    """A copy of the template package (for vf-eval in a subprocess), with `custom` as its custom.py."""
-    pkg = tmp_path / "guess"
-    shutil.copytree(template, pkg)
-    if custom is not None:
-        (pkg / "guess_openenv" / "custom.py").write_text(textwrap.dedent(custom))
-    return pkg
-
-
-def _generated(server: str, root: Path, custom: str | None = None, *, without_custom: bool = False) -> tuple[str, Path]:
-    """A package with its own import name (for in-process runs); `custom` written (or the
-    scaffolded custom.py removed, as in a package from before it existed) before any import."""
-    package_id = generate_from_server("custom", server, root)
-    module_dir = root / package_id.removesuffix("-openenv").replace("-", "_") / package_id.replace("-", "_")
-    if without_custom:
-        (module_dir / "custom.py").unlink()
-    elif custom is not None:
-        (module_dir / "custom.py").write_text(textwrap.dedent(custom))
-    return package_id, module_dir
-
-
-def _package_module(tmp_path: Path, custom: str) -> tuple[str, Path]:
-    """A bare import package holding only `custom.py`, for the loader's static checks."""
-    name = f"hooks_{next(_ids)}"
-    package = tmp_path / name
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "custom.py").write_text(textwrap.dedent(custom))
-    if str(tmp_path) not in sys.path:
-        sys.path.insert(0, str(tmp_path))
-    return f"{name}.custom", package / "custom.py"
-
-
-def _unseeded(reset: dict[str, Any]) -> dict[str, Any]:
-    """A task's reset kwargs without the `seed` the runtime may add to make runs reproducible."""
-    return {k: v for k, v in reset.items() if k != "seed"}
-
-
-def _messages(model: ScriptedChatModel) -> list[list[tuple[str, str]]]:
-    """(role, text) of every message of every request, in arrival order per conversation."""
-    by_conversation = model.conversations()
-    return [
-        [
-            (m["role"], m["content"] if isinstance(m["content"], str) else json.dumps(m["content"]))
-            for m in body["messages"]
-        ]
-        for key in sorted(by_conversation)
-        for body in by_conversation[key]
-    ]
-
-
 # --- static checks: a broken custom.py fails at import, in one line ---------------------------
 
 BROKEN = [
@@ -171,7 +115,7 @@ BROKEN = [
 
 @pytest.mark.parametrize(("source", "message"), BROKEN, ids=[m.split(":")[-1].strip()[:40] for _, m in BROKEN])
 def test_a_broken_custom_module_fails_at_import_in_one_line(tmp_path: Path, source: str, message: str) -> None:
-    module, path = _package_module(tmp_path, source)
+    module, path = hook_package(tmp_path, source)
     with pytest.raises(ExtensionError) as raised:
         load_extension(module)
     text = str(raised.value)
@@ -181,7 +125,7 @@ def test_a_broken_custom_module_fails_at_import_in_one_line(tmp_path: Path, sour
 
 
 def test_imported_names_are_not_taken_for_misspelt_hooks(tmp_path: Path) -> None:
-    module, _ = _package_module(
+    module, _ = hook_package(
         tmp_path,
         """\
         from openenvgen_runtime.prompts import system_prompt
@@ -193,7 +137,7 @@ def test_imported_names_are_not_taken_for_misspelt_hooks(tmp_path: Path) -> None
 
 
 def test_hooks_that_misbehave_while_playing_fail_with_one_line(tmp_path: Path) -> None:
-    module, path = _package_module(
+    module, path = hook_package(
         tmp_path,
         """\
         import verifiers.v1 as vf
@@ -234,13 +178,13 @@ def test_hooks_that_misbehave_while_playing_fail_with_one_line(tmp_path: Path) -
 
 
 def test_no_custom_module_sets_no_hooks(tmp_path: Path) -> None:
-    module, path = _package_module(tmp_path, "")
+    module, path = hook_package(tmp_path, "")
     path.unlink()
     assert load_extension(module) is NO_EXTENSION
 
 
 def test_a_syntax_error_stops_vf_eval_with_one_line_before_any_episode(template: Path, tmp_path: Path) -> None:
-    pkg = _copy(template, tmp_path, "import verifiers.v1 as vf\n\nHIDDEN_FIELDS = {'metadata'\n")
+    pkg = copy_package(template, tmp_path, "import verifiers.v1 as vf\n\nHIDDEN_FIELDS = {'metadata'\n")
     # The documented command; nothing is listening on port 9, and nothing needs to be.
     proc = subprocess.run(
         [VF_EVAL, "guess-openenv", "-m", "scripted-model", "--no-push", "--env.taskset.base-url", "http://127.0.0.1:9"],
@@ -259,8 +203,8 @@ def test_a_syntax_error_stops_vf_eval_with_one_line_before_any_episode(template:
 
 
 def test_the_scaffolded_module_changes_no_prompt_and_no_score(wordle_server: str, tmp_path: Path) -> None:
-    scaffolded, scaffolded_dir = _generated(wordle_server, tmp_path)
-    bare, bare_dir = _generated(wordle_server, tmp_path, without_custom=True)
+    scaffolded, scaffolded_dir = generated_package(wordle_server, tmp_path)
+    bare, bare_dir = generated_package(wordle_server, tmp_path, without_custom=True)
     assert "# @vf.reward(weight=0.1)" in (scaffolded_dir / "custom.py").read_text()
     assert not (bare_dir / "custom.py").exists()
 
@@ -274,7 +218,7 @@ def test_the_scaffolded_module_changes_no_prompt_and_no_score(wordle_server: str
             (e.traces[0].task.data.idx, {k: v.value for k, v in e.traces[0].rewards.items()}, e.traces[0].metrics)
             for e in episodes
         )
-        results.append((_messages(model), scores))
+        results.append((messages(model), scores))
     assert results[0][0] == results[1][0]  # every message of every request, byte for byte
     assert (
         results[0][1]
@@ -335,7 +279,7 @@ def _play_every_hook(
 
 
 def _check_every_hook(run: Any, model: ScriptedChatModel, feedback_field: str, feedback_shown: str) -> None:
-    by_reset = {json.dumps(_unseeded(e["task"]["data"]["reset"]), sort_keys=True): e["traces"][0] for e in run.episodes}
+    by_reset = {json.dumps(unseeded(e["task"]["data"]["reset"]), sort_keys=True): e["traces"][0] for e in run.episodes}
     assert set(by_reset) == {'{"secret": "crane"}', '{"max_guesses": 1, "secret": "crane"}'}  # build_resets
 
     # The win: the env's reward plus the weighted custom reward, and the custom metric.
@@ -376,7 +320,7 @@ def _check_every_hook(run: Any, model: ScriptedChatModel, feedback_field: str, f
 def test_every_hook_through_vf_eval_and_after_regen(
     template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pkg = _copy(template, tmp_path, EVERY_HOOK)
+    pkg = copy_package(template, tmp_path, EVERY_HOOK)
     custom = pkg / "guess_openenv" / "custom.py"
     before = custom.read_bytes()
     with serve_app(make_wordle_app(), ready_path="/health") as server:
@@ -419,7 +363,7 @@ def test_every_hook_through_vf_eval_and_after_regen(
 
 
 def test_action_hint_and_a_task_list(wordle_server: str, tmp_path: Path) -> None:
-    hinted, _ = _generated(
+    hinted, _ = generated_package(
         wordle_server,
         tmp_path,
         """\
@@ -434,14 +378,18 @@ def test_action_hint_and_a_task_list(wordle_server: str, tmp_path: Path) -> None
             return 1.0
         """,
     )
-    bare, _ = _generated(wordle_server, tmp_path, without_custom=True)
+    bare, _ = generated_package(wordle_server, tmp_path, without_custom=True)
     tasks = list(load_env(hinted, {"base_url": wordle_server}).taskset)
     (default,) = list(load_env(bare, {"base_url": wordle_server}).taskset)
-    assert [_unseeded(t.data.reset) for t in tasks] == [{"secret": "crane"}, {"secret": "slate", "max_guesses": 2}]
+    assert [unseeded(t.data.reset) for t in tasks] == [{"secret": "crane"}, {"secret": "slate", "max_guesses": 2}]
     assert {t.data.system_prompt for t in tasks} == {
         default.data.system_prompt + "\n\nWrap your guess in square brackets."
     }
-    assert [(fn.__name__, fn._vf_weight) for fn in tasks[0].hooks("reward")] == [("brevity", 0.5)]
+    # Beside the runtime's own (the env's summed reward, weight 1).
+    assert [(fn.__name__, fn._vf_weight) for fn in tasks[0].hooks("reward")] == [
+        ("brevity", 0.5),
+        ("openenv_reward", 1.0),
+    ]
     # The command line still wins: an explicit task list, a reward's weight.
     overrides = {
         "base_url": wordle_server,
@@ -449,12 +397,15 @@ def test_action_hint_and_a_task_list(wordle_server: str, tmp_path: Path) -> None
         "task": {"rewards": {"brevity": {"weight": 2.0}}},
     }
     (explicit,) = list(load_env(hinted, overrides).taskset)
-    assert _unseeded(explicit.data.reset) == {"secret": "plumb"}
-    assert [(fn.__name__, fn._vf_weight) for fn in explicit.hooks("reward")] == [("brevity", 2.0)]
+    assert unseeded(explicit.data.reset) == {"secret": "plumb"}
+    assert [(fn.__name__, fn._vf_weight) for fn in explicit.hooks("reward")] == [
+        ("brevity", 2.0),
+        ("openenv_reward", 1.0),
+    ]
 
 
 def test_a_renderer_that_raises_fails_only_its_episode(wordle_server: str, tmp_path: Path) -> None:
-    package, module_dir = _generated(
+    package, module_dir = generated_package(
         wordle_server,
         tmp_path,
         """\
@@ -502,7 +453,7 @@ def test_stale_hook_notes_come_from_code_not_comments(template: Path, tmp_path: 
 
 
 def test_generating_over_the_package_keeps_custom_py(template: Path, wordle_server: str, tmp_path: Path) -> None:
-    pkg = _copy(template, tmp_path, "ACTION_HINT = 'mine'\n")
+    pkg = copy_package(template, tmp_path, "ACTION_HINT = 'mine'\n")
     proc = subprocess.run(
         [OPENENV_GEN, "guess", "--base-url", wordle_server, "--out", str(pkg)],
         capture_output=True,
