@@ -330,7 +330,8 @@ def options_reference() -> str:
 # Codes the CLI returns itself, not through an error class (generator/openenvgen/commands.py).
 CLI_OUTCOMES = {
     0: "success (`check`: everything up to date)",
-    1: "`check`: a generated file is stale, missing, extra or hand-edited; "
+    1: "`check`: a generated file is stale, missing, extra or hand-edited, or the hooks in `custom.py` do not "
+    "type-check against the package's models; "
     "`capture`: an env named with `--only` failed, or none could be captured",
     2: "`check --upstream`: the environment's live schema (or the `--schema-file` schema) differs from the package's "
     "snapshot; a model-level diff is printed",

@@ -10,7 +10,8 @@ describes is always reproducible from the snapshot. Entries carry no dates, so t
 regeneration writes the same bytes.
 
 `custom.py` holds the user's hooks, which the generated taskset loads; when the new schema
-removes (or renames) a field or tool it mentions, the entry lists where (`stale_hooks`).
+removes (or renames) a field or tool it mentions, the entry lists where (`stale_hooks`), and
+when its hooks no longer type-check against the new models, mypy's lines (`hook_types`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from openenvgen import __version__
+from openenvgen.lifecycle.hook_types import CUSTOM_MODULE as CUSTOM_MODULE  # re-exported: regen reads it here
+from openenvgen.lifecycle.hook_types import Finding
 from openenvgen.lifecycle.upstream import Upstream
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas import modeldiff
@@ -26,14 +29,18 @@ from openenvgen_schemas.normalise import union_members
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_MARKER = "<!-- openenv-gen:changelog -->"
-CUSTOM_MODULE = "custom.py"
-"""The user-owned hooks module inside the import package (scaffolded once, never in the lock)."""
 
 
 def changelog_entry(
-    spec: EnvSpec, previous: str, diff: modeldiff.ModelDiff, upstream: Upstream | None, stale: Sequence[str] = ()
+    spec: EnvSpec,
+    previous: str,
+    diff: modeldiff.ModelDiff,
+    upstream: Upstream | None,
+    stale: Sequence[str] = (),
+    type_errors: Sequence[Finding] = (),
 ) -> str:
-    """The CHANGELOG.md entry of version `spec.package_version`: what changed since `previous`."""
+    """The CHANGELOG.md entry of version `spec.package_version`: what changed since `previous`;
+    `stale` from `stale_hooks`, `type_errors` mypy's report on the hooks (`HookTypes.findings`)."""
     source = "the live schema" if upstream is not None and upstream.kind == "base_url" else "a saved capture"
     lines = [f"## {spec.package_version}", ""]
     if diff:
@@ -48,6 +55,14 @@ def changelog_entry(
     if stale:
         lines += ["", f"**Check `{spec.module}/{CUSTOM_MODULE}`**: your hooks mention what this version removed.", ""]
         lines += [f"- {note}" for note in stale]
+    if type_errors:
+        lines += [
+            "",
+            f"**`{spec.module}/{CUSTOM_MODULE}` does not type-check against this version's models** "
+            "(`openenv-gen check` fails until it does):",
+            "",
+        ]
+        lines += [f"- `{f.path}:{f.line}`: {f.said}" if f.line else f"- `{f.path}`: {f.said}" for f in type_errors]
     return "\n".join(lines) + "\n"
 
 

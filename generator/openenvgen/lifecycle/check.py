@@ -13,14 +13,16 @@ A generated package holds three kinds of file:
 and reports each generated file that is *missing*, *stale* (the generator would now write
 something else), *edited* (it differs from what the lock recorded, i.e. by hand) or
 *extra* (not in the lock, yet it carries the generated header: a hand-copied generated
-file, or one a newer layout no longer produces). User-owned files are never reported.
+file, or one a newer layout no longer produces). User-owned files are never reported, with
+one exception: a `custom.py` with hooks is type-checked against the package's models
+(`hook_types`), and each mypy error is reported as *types*, `path:line: message`.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
 from openenvgen.build.on_disk import SnapshotError, files_on_disk, load_spec, looks_generated, read_lock
 from openenvgen.build.render import LOCK_FILE, render_package, sha256_text
+from openenvgen.lifecycle.hook_types import HookTypes, check_hooks
 
 
 @dataclass(frozen=True)
@@ -106,33 +109,48 @@ def diff_package(root: Path) -> list[Difference]:
     return out
 
 
-def check_json(roots: list[Path], drifts: Iterable[Any] | None = None) -> dict[str, Any]:
+def check_json(
+    roots: list[Path], drifts: Iterable[Any] | None = None, hooks: Mapping[Path, HookTypes] | None = None
+) -> dict[str, Any]:
     """`check --json`: one document for every package, its files and its upstream comparison.
 
     Stable keys (README, "check --json"): `exit_code`, and `packages`, a list of
     `{path, up_to_date, files: [{path, kind, note, diff}], upstream}` where `upstream` is
     null without `--upstream`, else `upstream.Drift.as_json()` (`drifts` are `upstream.Drift`s).
+    A hooks module that does not type-check adds one `files` entry per line of mypy's report,
+    kind `types`, note `LINE: message` (`up_to_date` is about the generated files alone).
+    `hooks`: `hook_types.check_hooks(roots)`, run here when not given.
     """
     by_root = {d.root: d for d in drifts or ()}
+    hooks = check_hooks(roots) if hooks is None else hooks
     packages = []
     for root in roots:
         differences = diff_package(root)
         drift = by_root.get(root)
+        typed = hooks.get(root)
+        types = [
+            {"path": f.path, "kind": "types", "note": f"{f.line}: {f.said}", "diff": ""}
+            for f in (typed.findings if typed is not None and typed.failed else ())
+        ]
         packages.append(
             {
                 "path": str(root),
                 "up_to_date": not differences,
-                "files": [d.as_json() for d in differences],
+                "files": [d.as_json() for d in differences] + types,
                 "upstream": drift.as_json() if drift is not None else None,
             }
         )
     drifted = any(d.drifted for d in by_root.values())
-    stale = any(not p["up_to_date"] for p in packages)
+    stale = any(not p["up_to_date"] for p in packages) or any(h.failed for h in hooks.values())
     return {"exit_code": 2 if drifted else 1 if stale else 0, "packages": packages}
 
 
-def check_packages(roots: list[Path], *, echo: Callable[[str], None] = print) -> bool:
-    """Report every difference; True if any package is not up to date."""
+def check_packages(
+    roots: list[Path], *, echo: Callable[[str], None] = print, hooks: Mapping[Path, HookTypes] | None = None
+) -> bool:
+    """Report every difference and every type error of the hooks; True if any package is not
+    up to date or its hooks do not type-check. `hooks`: as for `check_json`."""
+    hooks = check_hooks(roots) if hooks is None else hooks
     stale = False
     for root in roots:
         differences = diff_package(root)
@@ -141,6 +159,10 @@ def check_packages(roots: list[Path], *, echo: Callable[[str], None] = print) ->
             echo(f"{root}: {d.kind}: {d.path}" + (f" ({d.note})" if d.note else ""))
             if d.diff:
                 echo(d.diff.rstrip("\n"))
-        if not differences:
+        typed = hooks.get(root)
+        for line in typed.lines() if typed is not None else ():
+            stale = True
+            echo(f"{root}: types: {line}")
+        if not differences and not (typed is not None and typed.failed):
             echo(f"{root}: up to date")
     return stale

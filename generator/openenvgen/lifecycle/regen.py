@@ -12,10 +12,15 @@ they were, without a bump).
 survive every regeneration byte for byte; generated files are always rewritten. Copier
 never runs here: `regen --scaffold` updates the scaffolded files with `copier update` first
 (`scaffold_update.py`), as a separate, git-reviewed step.
+
+After writing a new version, `regen` type-checks the package's hooks against the new models
+(`hook_types`); mypy's errors are added to the version's CHANGELOG.md entry, and the summary
+line points there. `regen` still exits 0: it did its job; `check` is what fails.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +31,7 @@ from openenvgen.build.writer import write_tree
 from openenvgen.errors import SchemaError
 from openenvgen.lifecycle.changelog import CHANGELOG, CUSTOM_MODULE, add_changelog_entry, changelog_entry, stale_hooks
 from openenvgen.lifecycle.check import diff_package
+from openenvgen.lifecycle.hook_types import HookTypes, check_hooks
 from openenvgen.lifecycle.upstream import Upstream, upstream_spec
 from openenvgen_schemas import modeldiff
 
@@ -42,6 +48,8 @@ class RegenOutcome:
     reason: str
     stale_hooks: tuple[str, ...] = ()
     """Where the package's custom.py mentions what this version removed (see `stale_hooks`)."""
+    hook_types: HookTypes | None = None
+    """The hooks type-checked against the new version's models; None when no version was written."""
 
     def summary(self) -> str:
         """The one line `regen` prints for the package."""
@@ -49,7 +57,8 @@ class RegenOutcome:
             return f"{self.root}: up to date ({self.old_version})"
         if self.old_version == self.new_version:
             return f"{self.root}: rewritten ({self.reason}); version stays {self.new_version}"
-        check = f"; check {CUSTOM_MODULE}, see {CHANGELOG}" if self.stale_hooks else ""
+        mistyped = self.hook_types is not None and self.hook_types.failed
+        check = f"; check {CUSTOM_MODULE}, see {CHANGELOG}" if self.stale_hooks or mistyped else ""
         return f"{self.root}: {self.old_version} → {self.new_version} ({self.reason}){check}"
 
 
@@ -82,4 +91,19 @@ def regen_package(root: Path, upstream: Upstream | None = None) -> RegenOutcome:
     entry = changelog_entry(spec, old.package_version, diff, upstream, stale)
     changelog = {CHANGELOG: lambda text: add_changelog_entry(text, entry, spec)}
     write_tree(render_package(spec), root, user_updates=changelog)
-    return RegenOutcome(root, old.package_version, version, diff, True, reason, tuple(stale))
+    # Type-checked as written: mypy reads the package from disk. Its errors join the entry just added.
+    typed = check_hooks([root])[root]
+    if typed.failed:
+        amended = changelog_entry(spec, old.package_version, diff, upstream, stale, typed.findings)
+        _amend(root / CHANGELOG, entry, amended)
+    return RegenOutcome(root, old.package_version, version, diff, True, reason, tuple(stale), typed)
+
+
+def _amend(path: Path, entry: str, amended: str) -> None:
+    """Replace the entry `regen` has just inserted into CHANGELOG.md (atomically; nothing else changes)."""
+    with open(path, encoding="utf-8", newline="") as fh:  # line endings as they are
+        text = fh.read()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text.replace(entry, amended, 1))
+    os.replace(tmp, path)

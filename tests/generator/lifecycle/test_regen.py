@@ -396,6 +396,7 @@ def test_a_new_package_is_scaffolded_once(templates: dict[str, Path], tmp_path: 
         "env_id": "openenv/wordle",
         "example_action": {"message": "[crane]"},
         "module": "wordle_openenv",
+        "observation_model": "TextArenaObservation",
         "package": "wordle-openenv",
         "package_version": "0.1.0",
         "stem": "Wordle",

@@ -1,0 +1,223 @@
+"""Hooks type-checked against the package's models: `check` and `regen` run mypy on a
+`custom.py` with hooks, and on nothing else.
+
+The package is connect4's, generated from its captured schema (the embedded catalog); its
+custom.py holds typed hooks reading `board` and `legal_actions`, both `T | MISSING` fields.
+The drift is a capture of the same env with `board` renamed and `legal_actions` retyped.
+Every mypy run of this module shares one cache (its own XDG_CACHE_HOME): the first, cold,
+takes 30-60 s on a loaded 2-core machine, the others a few seconds each.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from openenvgen import catalog
+from openenvgen.lifecycle.hook_types import defines_hooks
+from openenvgen_testsupport.paths import OPENENV_GEN
+from openenvgen_testsupport.skips import skip_loudly
+
+CUSTOM = "connect4_openenv/custom.py"
+HOOKS = '''\
+"""Typed hooks, as a user writes them."""
+
+import verifiers.v1 as vf
+from pydantic import MISSING
+
+from .models import Connect4Observation
+
+
+@vf.reward(weight=0.5)
+def center_control(observation: Connect4Observation) -> float:
+    if observation.board is MISSING:
+        return 0.0
+    return float(sum(row[3] == 1 for row in observation.board))
+
+
+@vf.metric
+def choices(observations: list[Connect4Observation]) -> float:
+    return float(sum(sum(o.legal_actions) for o in observations if o.legal_actions is not MISSING))
+'''
+BOARD_LINES = (11, 13)
+LEGAL_LINE = 18
+MYPY_SECONDS = 600  # a cold mypy run on a shared, loaded machine
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment every run of this module shares: one cache dir for mypy (and models)."""
+    return {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-cache"))}
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory, cache: dict[str, str]) -> Path:
+    out = tmp_path_factory.mktemp("hooks") / "connect4-openenv"
+    result = run("connect4", "--out", str(out), env=cache)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def run(*args: str, env: dict[str, str], python: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`openenv-gen ARGS`, or `PYTHON -m openenvgen.cli ARGS`, with a cold mypy's time limit."""
+    command = [str(python), "-m", "openenvgen.cli"] if python is not None else [OPENENV_GEN]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=MYPY_SECONDS
+    )
+
+
+def with_hooks(template: Path, tmp_path: Path) -> Path:
+    pkg = tmp_path / "connect4-openenv"
+    shutil.copytree(template, pkg)
+    (pkg / CUSTOM).write_text(HOOKS)
+    return pkg
+
+
+def drifted_capture(tmp_path: Path) -> Path:
+    """connect4's capture with `board` renamed to `grid` and `legal_actions` retyped to a string."""
+    capture = catalog.entries()["connect4"].interface().model_dump(by_alias=True, mode="json")
+    properties = capture["schema"]["observation"]["properties"]
+    properties["grid"] = properties.pop("board")
+    properties["legal_actions"] = {"type": "string", "title": "Legal Actions"}
+    path = tmp_path / "connect4-upstream.json"
+    path.write_text(json.dumps(capture))
+    return path
+
+
+def needs_mypy(request: pytest.FixtureRequest) -> None:
+    if importlib.util.find_spec("mypy") is None:
+        skip_loudly(request.config, "typed hooks", "mypy is not installed (pip install -e '.[typecheck]')")
+
+
+def test_a_renamed_and_a_retyped_field_fail_check_with_file_line_and_field(
+    request: pytest.FixtureRequest, template: Path, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    needs_mypy(request)
+    pkg = with_hooks(template, tmp_path)
+    # The hooks narrow `T | MISSING` before use: they type-check, and mypy did run.
+    ok = run("check", str(pkg), env=cache)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"{pkg}: up to date\n", "")
+    assert (Path(cache["XDG_CACHE_HOME"]) / "openenv-gen" / "mypy" / "mypy.ini").is_file()
+
+    regen = run("regen", str(pkg), "--from-upstream", "--schema-file", str(drifted_capture(tmp_path)), env=cache)
+    assert regen.returncode == 0, regen.stderr
+    assert regen.stdout.splitlines()[0].endswith("; check custom.py, see CHANGELOG.md")
+    entry = (pkg / "CHANGELOG.md").read_text().split("## 1.0.0", 1)[1].split("\n## ", 1)[0]
+    assert f"**`{CUSTOM}` does not type-check against this version's models**" in entry
+    for line in BOARD_LINES:
+        assert f'- `{CUSTOM}:{line}`: "Connect4Observation" has no attribute "board"  [attr-defined]\n' in entry
+    assert f"- `{CUSTOM}:{LEGAL_LINE}`: " in entry and "(reads field `legal_actions`)" in entry
+
+    failed = run("check", str(pkg), env=cache)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    lines = failed.stdout.splitlines()
+    for line in BOARD_LINES:
+        assert f'{pkg}: types: {CUSTOM}:{line}: "Connect4Observation" has no attribute "board"  [attr-defined]' in lines
+    retyped = [ln for ln in lines if ln.startswith(f"{pkg}: types: {CUSTOM}:{LEGAL_LINE}: ") and "note:" not in ln]
+    assert retyped and all(ln.endswith("(reads field `legal_actions`)") for ln in retyped), lines
+    assert f"{pkg}: up to date" not in lines  # the generated files are, the package is not
+
+    report = json.loads(run("check", "--json", str(pkg), env=cache).stdout)
+    assert report["exit_code"] == 1
+    (package,) = report["packages"]
+    assert package["up_to_date"] is True  # the generated files; the hooks are `types` entries
+    note = f'{BOARD_LINES[0]}: "Connect4Observation" has no attribute "board"  [attr-defined]'
+    assert {"path": CUSTOM, "kind": "types", "note": note, "diff": ""} in package["files"]
+
+
+def test_without_mypy_check_says_so_in_one_line(template: Path, tmp_path: Path, cache: dict[str, str]) -> None:
+    """A real environment without mypy: a venv holding this one's packages, mypy left out."""
+    pkg = with_hooks(template, tmp_path)
+    python = venv_without_mypy(tmp_path)
+    assert subprocess.run([python, "-c", "import mypy"], capture_output=True).returncode == 1
+    result = run("check", str(pkg), env=cache, python=python)
+    assert (result.returncode, result.stdout) == (0, f"{pkg}: up to date\n"), result.stderr
+    assert result.stderr == (
+        "openenv-gen: warning: hooks not type-checked, mypy is not installed "
+        f"(pip install 'openenvgen[typecheck]'): {pkg / CUSTOM}\n"
+    )
+
+
+def test_a_custom_py_without_hooks_runs_no_mypy(template: Path, tmp_path: Path) -> None:
+    scaffolded = (template / CUSTOM).read_text()
+    assert not defines_hooks(scaffolded)
+    assert not defines_hooks(scaffolded + 'SYSTEM_PROMPT = "Play well."\nRESETS = [{"seed": 0}]\n')
+    assert defines_hooks(scaffolded + "from .models import Connect4Observation\n")
+    assert defines_hooks(scaffolded + "def render_observation(observation):\n    return ''\n")
+    assert defines_hooks("def broken(:\n")  # mypy says where
+
+    pkg = tmp_path / "connect4-openenv"
+    shutil.copytree(template, pkg)
+    (pkg / CUSTOM).write_text(scaffolded + 'SYSTEM_PROMPT = "Play well."\n')
+    fresh = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = run("check", str(pkg), env=fresh)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{pkg}: up to date\n", "")
+    assert not (tmp_path / "cache" / "openenv-gen" / "mypy").exists()
+
+
+def venv_without_mypy(root: Path) -> Path:
+    """A venv whose site-packages reach this venv's packages through a `.pth` file (a folder
+    of symlinks, mypy's left out) and openenv-gen's editable installs; its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
+    python = root / "venv" / "bin" / "python"
+    purelib = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    ours = Path(sysconfig.get_paths()["purelib"])
+    deps = root / "deps"
+    deps.mkdir()
+    for entry in ours.iterdir():
+        if entry.suffix == ".pth":
+            if entry.name.startswith("_editable_impl_openenvgen"):
+                shutil.copy(entry, purelib / entry.name)
+        elif entry.name != "mypy" and not entry.name.startswith("mypy-"):
+            (deps / entry.name).symlink_to(entry)
+    (purelib / "project_deps.pth").write_text(f"{deps}\n")
+    return python
+
+
+def test_the_scaffolded_typed_examples_type_check_once_uncommented(
+    request: pytest.FixtureRequest, template: Path, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    """The typed hooks custom.py shows as comments name the package's own model and are
+    right as written: uncommented, they load (typed) and pass `check`."""
+    needs_mypy(request)
+    pkg = tmp_path / "connect4-openenv"
+    shutil.copytree(template, pkg)
+    scaffolded = (pkg / CUSTOM).read_text()
+    assert "# from .models import Connect4Observation\n" in scaffolded
+    examples = "".join(
+        line.removeprefix("# ")
+        for line in scaffolded.splitlines(keepends=True)
+        if line.startswith(("# from .models", "# @vf.", "# def ", "# async def ", "#     "))
+    )
+    (pkg / CUSTOM).write_text(f"import verifiers.v1 as vf\n\n{examples}")
+    result = run("check", str(pkg), env=cache)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{pkg}: up to date\n", ""), result.stdout
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from openenvgen_runtime.extensions import load_extension as load; e = load('connect4_openenv.custom');"
+            " print(e.records, e.typed_renderer, sorted(h.fn.__name__ for h in e.scores))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pkg,
+        env={**os.environ, "PYTHONPATH": str(pkg)},
+        timeout=120,
+    )
+    assert loaded.stdout.split() == ["all", "True", "['final_reward',", "'observed',", "'short_replies',", "'turns']"]
