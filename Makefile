@@ -35,9 +35,10 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# pytest exits 5 when it collected nothing: that is a failure here, never a pass.
+# pytest exits 5 when it collected nothing: that is a failure here, never a pass. The 25
+# slowest tests are listed at the end, to keep CI inside its time budget.
 test: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q --durations=25; \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc
 
 test-fast: install

@@ -9,23 +9,34 @@ ends the game. Every step is timed on its own.
 - runtime: what `openenvgen_runtime.episode.play` does per step besides asking the
   model: `ActionSpace.parse` of the reply text `"[slate]"` (decode, one-required-field
   fallback, validation by the generated typed model, dump), `episode._step` (the
-  runtime's step helper around `client.step`), summing the reward, and rendering the
-  next user turn (`episode.next_turn`: the observation through the observation view,
-  hidden fields out, media scanned for, plus the live action schema, as JSON).
+  runtime's step on the same OpenEnv client as raw's: `openenv_private.step`, the
+  client's own step minus the task `asyncio.wait_for` starts for every reply), summing
+  the reward, and rendering the next user turn (`episode.next_turn`: the observation
+  through the observation view, hidden fields out, media scanned for, plus the live action
+  schema, as JSON).
 
 The model/harness part is verifiers' and identical for both, so it is left out. The
-loops take turns step by step, the order rotating every round (ABAB, BABA, ...), so the
-load of a busy machine hits all alike; the ratio is of the medians of per-step times.
-Three diagnostic loops run in the same rotation to attribute the difference in place:
-raw + parse only, raw + turn rendering only, and raw + 10 µs of spinning (calibration).
-The same calls are also timed in a hot loop without I/O (`timeit`), which understates
-them: between two socket round trips the CPU caches are cold.
+loops take turns step by step, in a new random order every round (seeded), so the load of
+a busy machine hits all alike and no loop always follows the same one; at every reset the
+sessions are dealt out to the loops anew, so no loop keeps a session (a connection) that
+happens to be served faster. The ratio is of the medians of per-step times. An A/A
+control runs in the same rotation: a second raw loop, whose ratio to raw (ideally 1)
+shows how far the machine's noise alone moves such a ratio in this run; the paired
+estimates (the median of the per-round differences, over raw's median) are given beside
+both, and so is the ratio of this process's CPU time per step (`time.process_time`),
+which waits for neither the server nor the scheduler and so moves least with the
+machine's load (the server's work is the same for every loop). Four diagnostic loops
+attribute the difference in place: the runtime's step alone, raw + parse only, raw +
+turn rendering only, and raw + 10 µs of spinning (calibration). The same calls are also
+timed in a hot loop without I/O (`timeit`), which understates them: between two socket
+round trips the CPU caches are cold.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -40,6 +51,9 @@ from openenvgen_testsupport.paths import OPENENV_GEN
 
 TARGET_RATIO = 1.05
 REPLY = "[slate]"
+AA = "raw (A/A control)"
+SEED = 20250
+"""Of the loops' order in each round: the same run twice takes the same orders."""
 ACTION = {"message": "[slate]"}
 
 
@@ -71,6 +85,9 @@ def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
         await turn(result.observation, space, result.reward)
         return result
 
+    async def step_only(client: Any) -> Any:
+        return await step(client, ACTION)
+
     async def parse_only(client: Any) -> Any:
         return await client.step(space.parse(REPLY))
 
@@ -86,32 +103,52 @@ def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
             pass
         return result
 
-    return {"raw": raw, "runtime": runtime, "raw+parse": parse_only, "raw+turn": turn_only, "raw+10µs busy": busy_10us}
+    return {
+        "raw": raw,
+        AA: raw,  # the A/A control: the same loop again, on its own session
+        "runtime": runtime,
+        "runtime's step alone": step_only,
+        "raw+parse": parse_only,
+        "raw+turn": turn_only,
+        "raw+10µs busy": busy_10us,
+    }
 
 
-async def _interleaved(url: str, rounds: int, per_session: int, variants: dict[str, Any]) -> dict[str, list[float]]:
-    """Per-step seconds of every variant, rotating the order every round, one session
-    each on the same server, every session reset (untimed) every `per_session` rounds."""
+async def _interleaved(
+    url: str, rounds: int, per_session: int, variants: dict[str, Any]
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per-step seconds of every variant, wall and this process's CPU, in a new random
+    (seeded) order every round, one session each on the same server; every `per_session`
+    rounds each session is reset (untimed) and the sessions are dealt out to the variants anew."""
     from openenv import GenericEnvClient
 
     names = list(variants)
-    clients = {name: GenericEnvClient(base_url=url) for name in names}
+    sessions = [GenericEnvClient(base_url=url) for _ in names]
     times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    order = random.Random(SEED)
+    clients: dict[str, Any] = {}
     try:
         for i in range(rounds):
             if i % per_session == 0:
-                for client in clients.values():
+                for client in sessions:
                     await client.reset(max_guesses=per_session + 10)
-            k = i % len(names)
-            for name in names[k:] + names[:k]:
-                start = time.perf_counter()
+                clients = dict(zip(names, order.sample(sessions, len(sessions)), strict=True))
+            for name in order.sample(names, len(names)):
+                start, start_cpu = time.perf_counter(), time.process_time()
                 result = await variants[name](clients[name])
                 times[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
                 assert not result.done, "the game ended inside a timed block"
     finally:
-        for client in clients.values():
+        for client in sessions:
             await client.close()
-    return times
+    return times, cpu
+
+
+def _paired(ours: list[float], raw: list[float]) -> float:
+    """The median of the per-round differences `ours - raw` (the same round, seconds apart)."""
+    return statistics.median(a - b for a, b in zip(ours, raw, strict=True))
 
 
 def _quantiles(values: list[float]) -> list[float]:
@@ -168,9 +205,9 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
 
         variants = _variants(space, _step, turn, Score())
 
-        async def main() -> tuple[dict[str, list[float]], dict[str, Any]]:
+        async def main() -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, Any]]:
             await _interleaved(url, 100, 100, variants)  # warm-up: connections, first-call caches
-            times = await _interleaved(url, rounds, per_session, variants)
+            times, cpu_times = await _interleaved(url, rounds, per_session, variants)
             from openenv import GenericEnvClient
 
             client = GenericEnvClient(base_url=url)
@@ -178,27 +215,40 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
                 observation = (await client.reset()).observation
             finally:
                 await client.close()
-            return times, observation
+            return times, cpu_times, observation
 
-        times, observation = asyncio.run(main())
-    raw, ours = times["raw"], times["runtime"]
+        times, cpu_times, observation = asyncio.run(main())
+    raw, ours, aa = times["raw"], times["runtime"], times[AA]
     breakdown = _cpu_breakdown(space, turn, observation)
     cpu = breakdown["step_loop_total (parse + turn)"] / 1e6
     raw_med, ours_med = median(raw), median(ours)
-    ratio = ours_med / raw_med
+    ratio, aa_ratio = ours_med / raw_med, median(aa) / raw_med
+    paired = 1 + _paired(ours, raw) / raw_med
+    paired_aa = 1 + _paired(aa, raw) / raw_med
+    raw_cpu = median(cpu_times["raw"])
+    cpu_ratio, cpu_aa = median(cpu_times["runtime"]) / raw_cpu, median(cpu_times[AA]) / raw_cpu
     log(
         f"P3 raw {raw_med * 1e6:.0f} us/step, runtime {ours_med * 1e6:.0f} us/step, "
-        f"ratio {ratio:.3f} (target {TARGET_RATIO})"
+        f"ratio {ratio:.3f} (target {TARGET_RATIO}); A/A {aa_ratio:.3f}; paired {paired:.3f}, A/A {paired_aa:.3f}; "
+        f"client CPU {cpu_ratio:.3f}, A/A {cpu_aa:.3f}"
     )
     return {
         "id": "P3",
         "title": "per-step cost: runtime episode loop vs raw `GenericEnvClient` loop",
         "target": f"ratio ≤ {TARGET_RATIO}",
-        "measured": f"raw {raw_med * 1e6:.0f} µs/step, runtime {ours_med * 1e6:.0f} µs/step",
+        "measured": f"raw {raw_med * 1e6:.0f} µs/step, runtime {ours_med * 1e6:.0f} µs/step; "
+        f"A/A control (raw / raw) {aa_ratio:.3f}",
         "ratio": round(ratio, 3),
         "ratio_label": "runtime / raw (median per-step)",
         "meets_target": ratio <= TARGET_RATIO,
         "details": {
+            "aa_ratio": round(aa_ratio, 3),
+            "ratio_paired": round(paired, 3),
+            "aa_ratio_paired": round(paired_aa, 3),
+            "client_cpu_ratio": round(cpu_ratio, 3),
+            "client_cpu_aa_ratio": round(cpu_aa, 3),
+            "client_cpu_us_per_step_p50": {name: round(median(v) * 1e6, 1) for name, v in cpu_times.items()},
+            "order": f"a new random order every round (random.Random({SEED}))",
             "server": "openenvgen_testsupport.fixture_envs:wordle_app (uvicorn subprocess, loopback)",
             "steps_each": rounds,
             "steps_per_session": per_session,

@@ -186,7 +186,7 @@ def generate(
             app=app_path,
             scaffold=not no_scaffold,
         )
-    from openenvgen.build.package import next_steps
+    from openenvgen.build.report import next_steps
 
     typer.echo(f"wrote {written}")
     typer.echo(next_steps(written))
@@ -269,10 +269,12 @@ def check(
     ] = False,
 ) -> None:
     """Re-render packages from their snapshots, in memory (no network, no writes): exit 1
-    with diffs if a generated file is stale, missing, extra or edited by hand. With
-    --upstream, exit 2 if the environment's schema has drifted from the lock."""
+    with diffs if a generated file is stale, missing, extra or edited by hand, or if the
+    hooks in custom.py do not type-check against the models (mypy, the `typecheck` extra).
+    With --upstream, exit 2 if the environment's schema has drifted from the lock."""
     from openenvgen.build.on_disk import resolve_targets
     from openenvgen.lifecycle.check import check_packages
+    from openenvgen.lifecycle.hook_types import check_hooks, unchecked_line
 
     roots = resolve_targets(paths)
     if not roots and not paths:
@@ -284,20 +286,25 @@ def check(
         upstreams = upstream_sources(
             roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout
         )
+    hooks = check_hooks(roots)
     if json_output:
         from openenvgen.lifecycle.check import check_json
         from openenvgen.lifecycle.upstream import compare_upstream
 
-        report = check_json(roots, compare_upstream(roots, upstreams) if upstreams is not None else None)
+        report = check_json(roots, compare_upstream(roots, upstreams) if upstreams is not None else None, hooks)
         typer.echo(_json(report))
-        raise typer.Exit(report["exit_code"])
-    stale = check_packages(roots, echo=typer.echo)
-    drift = False
-    if upstreams is not None:
-        from openenvgen.lifecycle.upstream import check_upstream
+        code = report["exit_code"]
+    else:
+        stale = check_packages(roots, echo=typer.echo, hooks=hooks)
+        drift = False
+        if upstreams is not None:
+            from openenvgen.lifecycle.upstream import check_upstream
 
-        drift = check_upstream(roots, upstreams, echo=typer.echo)
-    raise typer.Exit(2 if drift else 1 if stale else 0)
+            drift = check_upstream(roots, upstreams, echo=typer.echo)
+        code = 2 if drift else 1 if stale else 0
+    if unchecked := unchecked_line(hooks):  # never a silent pass
+        typer.echo(f"openenv-gen: warning: {unchecked}", err=True)
+    raise typer.Exit(code)
 
 
 @app.command(cls=_Command)
@@ -335,6 +342,7 @@ def regen(
     (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept;
     with --scaffold, the scaffolded ones first take this release's template changes."""
     from openenvgen.build.on_disk import find_packages, resolve_targets
+    from openenvgen.lifecycle.hook_types import HookTypes, unchecked_line
     from openenvgen.lifecycle.regen import regen_package
     from openenvgen.lifecycle.upstream import upstream_sources
 
@@ -365,6 +373,7 @@ def regen(
             typer.echo(update.summary())
             if update.conflicts:
                 conflicted.add(plan.root)
+    hooks: dict[Path, HookTypes] = {}
     for root in roots:
         if root in conflicted:
             continue  # regenerated once its conflicts are resolved
@@ -372,6 +381,10 @@ def regen(
         typer.echo(outcome.summary())
         for line in outcome.diff.lines():
             typer.echo(f"  {line}")
+        if outcome.hook_types is not None:
+            hooks[root] = outcome.hook_types
+    if unchecked := unchecked_line(hooks):  # never a silent pass
+        typer.echo(f"openenv-gen: warning: {unchecked}", err=True)
     if conflicted:
         raise typer.Exit(1)
 

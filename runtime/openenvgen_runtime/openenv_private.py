@@ -2,9 +2,10 @@
 
 OpenEnv's public API (`openenv.core`'s `GenericEnvClient`, the providers of
 `openenv.core.containers.runtime`) is imported through `openenv_module`; what is left here
-has no public way and may change in any OpenEnv release. Each name says why the runtime
-needs it, and `tests/runtime/test_openenv_private.py` fails, naming it and the installed
-OpenEnv version, when an upgrade changes it.
+has no public way and may change in any OpenEnv release (`step` is the client's own step,
+minus the task it starts for every reply). Each name says why the runtime needs it, and
+`tests/runtime/test_openenv_private.py` fails, naming it and the installed OpenEnv
+version, when an upgrade changes it.
 
 Importing: any `openenv.core` import runs the whole server package, Gradio web interface
 included: about a third of an eval process's start-up on these machines, for a UI that
@@ -16,10 +17,13 @@ web interface when it wants one.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import json
 import sys
 import threading
 from types import ModuleType
+from typing import Any
 
 WEB_UI_MODULE = "openenv.core.env_server.web_interface"
 """Private module: OpenEnv's Gradio web UI, which `openenv.core.env_server` imports only if
@@ -67,3 +71,28 @@ def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, pr
         host=host, port=port, reload=reload, workers=workers, app=app, project_path=project_path
     )
     return command
+
+
+async def step(client: Any, action: dict[str, Any]) -> Any:
+    """`await client.step(action)` for an async `GenericEnvClient` already connected on this
+    event loop, as OpenEnv's `EnvClient._step_async` does it (the same message, reply, error
+    and result), but awaiting the reply under `asyncio.timeout` instead of `asyncio.wait_for`,
+    which runs the receive as a task of its own: that task and the loop iterations it takes
+    cost more per step than everything the runtime does besides. Any other client (not
+    connected yet, on another loop, used synchronously) goes through `client.step`.
+
+    Private: `EnvClient._ws`, `_ws_loop`, `_execution_mode`, `_message_timeout`,
+    `_step_payload` and `_parse_result`."""
+    ws = getattr(client, "_ws", None)
+    if ws is None or client._execution_mode != "async" or client._ws_loop is not asyncio.get_running_loop():
+        return await client.step(action)
+    await ws.send(json.dumps({"type": "step", "data": client._step_payload(action)}))
+    async with asyncio.timeout(client._message_timeout):
+        raw = await ws.recv()
+    response = json.loads(raw)
+    if response.get("type") == "error":
+        error = response.get("data", {})
+        raise RuntimeError(
+            f"Server error: {error.get('message', 'Unknown error')} (code: {error.get('code', 'UNKNOWN')})"
+        )
+    return client._parse_result(response.get("data", {}))

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,43 @@ def test_create_uv_command() -> None:
         host="127.0.0.1", port=8123, reload=True, workers=1, app="server.app:app", project_path="/src/env"
     )
     assert reloading[-1] == "--reload", changed("uv_provider._create_uv_command", f"with reload it builds {reloading}")
+
+
+STEP_PRIVATES = ("_ws", "_ws_loop", "_execution_mode", "_message_timeout", "_step_payload", "_parse_result")
+
+
+async def _outcome(step: Any) -> tuple[Any, ...]:
+    """What awaiting a step gave: its observation, reward and done, or its error."""
+    try:
+        result = await step
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return result.observation, result.reward, result.done
+
+
+def test_step_is_the_clients_step(wordle_server: str) -> None:
+    """`step`: what `client.step` gives, for a valid action and for one the server refuses,
+    on a connected client; and `client.step` itself on one not connected yet."""
+    import asyncio
+
+    client_class = openenv_private.openenv_module("openenv.core").GenericEnvClient
+
+    async def play() -> None:
+        ours, theirs = client_class(base_url=wordle_server), client_class(base_url=wordle_server)
+        try:
+            action = {"message": "[crane]"}
+            first = await _outcome(openenv_private.step(ours, action)), await _outcome(theirs.step(action))
+            assert first[0] == first[1]
+            for client in (ours, theirs):
+                await client.reset(max_guesses=10)
+                missing = [name for name in STEP_PRIVATES if not hasattr(client, name)]
+                assert not missing, changed("EnvClient", f"it has no {missing}")
+            for action in ({"message": "[slate]"}, {"message": "[crane]"}, {"guess": "x"}):
+                a, b = await _outcome(openenv_private.step(ours, action)), await _outcome(theirs.step(action))
+                assert a == b, changed("EnvClient._step_async", f"{a} != {b}")
+            assert a[0] == "RuntimeError" and "VALIDATION_ERROR" in a[1], a
+        finally:
+            await ours.close()
+            await theirs.close()
+
+    asyncio.run(play())

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openenvgen.build.codegen import HEADER_TEXT
+from openenvgen.build.layout import HEADER_TEXT
 from openenvgen.build.render import LOCK_FILE, spec_from_snapshot
 from openenvgen.errors import UsageError
 from openenvgen.spec import EnvSpec

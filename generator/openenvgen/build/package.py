@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TypedDict, Unpack
 
 from openenvgen import catalog, sources
+from openenvgen.build.memo import Memo
 from openenvgen.build.on_disk import SnapshotError, load_spec
-from openenvgen.build.render import LOCK_FILE, RUNTIME_DISTRIBUTION, render_package, spec_from_snapshot
-from openenvgen.build.scaffold import scaffold_hook
+from openenvgen.build.render import LOCK_FILE, render_package
+from openenvgen.build.scaffold import scaffold_files, scaffold_writer
 from openenvgen.build.writer import write_tree
 from openenvgen.errors import UsageError
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
@@ -66,13 +66,20 @@ def resolve_spec(
 
 
 def generate_package(
-    name: str, *, out: Path | None = None, scaffold: bool = True, **source: Unpack[SpecSource]
+    name: str,
+    *,
+    out: Path | None = None,
+    scaffold: bool = True,
+    memo: Memo | None = None,
+    **source: Unpack[SpecSource],
 ) -> Path:
-    """Generate (or regenerate in place) the package of env `name`; returns its directory."""
+    """Generate (or regenerate in place) the package of env `name`; returns its directory.
+    With `memo` (the CLI's, for this request of a catalog env), what was written is recorded."""
     spec = resolve_spec(name, **source)
     target = out or Path(spec.package)
-    hook = None
-    if (target / LOCK_FILE).is_file():
+    new = not (target / LOCK_FILE).is_file()
+    scaffolded = None
+    if not new:
         # Regenerating in place never moves the version backwards (`regen` bumps it).
         try:
             spec = spec.model_copy(update={"package_version": load_spec(target).package_version})
@@ -80,46 +87,9 @@ def generate_package(
             pass
     elif scaffold:
         # A new package: its user-owned files (CHANGELOG.md, tests/) are scaffolded once.
-        hook = scaffold_hook(spec)
-    write_tree(render_package(spec), target, scaffold=hook)
+        scaffolded = scaffold_files(spec)
+    files = render_package(spec)
+    write_tree(files, target, scaffold=scaffold_writer(scaffolded) if scaffolded is not None else None)
+    if memo is not None and not source.get("base_url") and not source.get("schema_file"):
+        memo.record(files, new=new, scaffold=scaffolded)
     return target
-
-
-def next_steps(target: Path) -> str:
-    """The two commands that take a freshly generated package to a run: install, vf-eval.
-
-    `openenvgen-runtime` is not on PyPI yet, so the install names it as a local directory
-    when it is not installed already: this generator's own `runtime/` when it runs from a
-    checkout, else a line saying where it comes from.
-    """
-    import shlex
-    from importlib import metadata
-
-    package = target.name
-    snapshots = sorted(target.glob("*/snapshot.json"))
-    if snapshots:
-        package = spec_from_snapshot(snapshots[0].read_text("utf-8")).package
-    shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
-    install = ["pip", "install"]
-    note = ""
-    try:
-        metadata.version(RUNTIME_DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/build/package.py
-        if (checkout / "runtime" / "pyproject.toml").is_file():
-            # The runtime, and the schema code it shares with the generator when it is there.
-            for local in ("schemas", "runtime"):
-                if (checkout / local / "pyproject.toml").is_file():
-                    path = os.path.relpath(checkout / local)
-                    install.append(path if path.startswith(("/", ".")) else f"./{path}")
-        else:
-            note = (
-                f"\n  ({RUNTIME_DISTRIBUTION} is not on PyPI yet: install it first from an openenv-gen "
-                "checkout, `pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)"
-            )
-    install.append(shown)
-    return (
-        "next: install it, then evaluate a model on it:\n"
-        f"  {shlex.join(install)}\n"
-        f"  vf-eval {shlex.quote(package)} -m MODEL --no-push{note}"
-    )

@@ -8,36 +8,28 @@ validated name and codegen's sanitised class names, never from raw server text.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openenvgen.build.codegen import HEADER, HEADER_TEXT, Models, generate_models
+from openenvgen.build.codegen import Models, generate_models
+from openenvgen.build.layout import HEADER, HEADER_TEXT, template_cache
+
+# Defined in `layout` (the fast path imports it without this module); importers read them here too.
+from openenvgen.build.layout import LOCK_FILE as LOCK_FILE
+from openenvgen.build.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
+from openenvgen.build.layout import sha256_text as sha256_text
+from openenvgen.build.layout import templates_dir as templates_dir
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas.normalise import union_members
 
 if TYPE_CHECKING:  # imported when first rendering (see `_environment`)
     import jinja2
 
-LOCK_FILE = "openenv-gen.lock"
-RUNTIME_DISTRIBUTION = "openenvgen-runtime"
-"""The distribution every generated package depends on (runtime/)."""
 RUNTIME_REQUIREMENT = f"{RUNTIME_DISTRIBUTION}>=0.1.0,<0.2"
 """What a generated package requires of it; `publish` refuses a runtime version outside it."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def templates_dir() -> Path:
-    """The templates/ folder: packaged inside openenvgen, or at the root of a checkout."""
-    packaged = Path(str(resources.files("openenvgen"))) / "templates"
-    if packaged.is_dir():
-        return packaged
-    # Editable install / source checkout: templates/ sits at the repository root.
-    return Path(__file__).resolve().parents[3] / "templates"  # generator/openenvgen/build/render.py
 
 
 def _py(value: Any, level: int = 0) -> str:
@@ -90,13 +82,18 @@ def _docstring(value: str) -> str:
 def _environment() -> jinja2.Environment:
     import jinja2
 
+    settings: dict[str, Any] = {
+        "undefined": jinja2.StrictUndefined,
+        "keep_trailing_newline": True,
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+        "autoescape": False,
+    }
+    # Compiling the templates costs more than rendering them: the compiled code is cached.
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir() / "package")),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+        bytecode_cache=template_cache(settings),
+        **settings,
     )
     env.filters.update(py=_py, py_inline=_py_inline, toml=_toml, md=_md, docstring=_docstring, json=_json)
     return env
@@ -156,11 +153,6 @@ def render_snapshot(spec: EnvSpec) -> str:
     # JSON has no comments: the header travels as the first key.
     body = {"_generated": HEADER_TEXT, **spec.snapshot()}
     return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
-
-
-def sha256_text(text: str) -> str:
-    """The hex sha256 of a text's UTF-8 bytes, as the lock records each file."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def lock_text(spec: EnvSpec, files: dict[str, str]) -> str:

@@ -18,12 +18,16 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from openenvgen import __version__
-from openenvgen.build.render import templates_dir
+from openenvgen.build.layout import template_cache, templates_dir
 from openenvgen.errors import GenError
-from openenvgen.spec import EnvSpec
+
+TYPE_CHECKING = False  # not `typing`'s: the fast path writes a scaffold without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from openenvgen.spec import EnvSpec
 
 SCAFFOLD_REPOSITORY = "https://github.com/openenv-gen/openenv-gen.git"
 """Where copier fetches the scaffold of a release (the repository's root copier.yml points into
@@ -49,6 +53,8 @@ def release_tag(version: str = __version__) -> str:
 
 def scaffold_answers(spec: EnvSpec) -> dict[str, Any]:
     """The answers to the template's questions for `spec` (what .copier-answers.yml records)."""
+    from openenvgen.build.codegen import observation_class
+
     example = spec.defaults.example_action
     return {
         "package": spec.package,
@@ -59,6 +65,8 @@ def scaffold_answers(spec: EnvSpec) -> dict[str, Any]:
         # Keys sorted, as the answers file stores them, so copier's re-render of this
         # version (the base of its three-way merge) prints the same dict.
         "example_action": json.loads(json.dumps(dict(example), sort_keys=True)) if example is not None else None,
+        # For the typed hook examples in custom.py.
+        "observation_model": observation_class(spec),
     }
 
 
@@ -81,7 +89,8 @@ def render_scaffold(
 
     template = template or templates_dir() / "scaffold"
     suffix, excluded = TEMPLATE_SETTINGS["_templates_suffix"], TEMPLATE_SETTINGS["_exclude"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), **TEMPLATE_SETTINGS["_envops"])
+    envops = TEMPLATE_SETTINGS["_envops"]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), bytecode_cache=template_cache(envops), **envops)
     context = {
         **answers,
         "_copier_answers": {"_commit": commit, "_src_path": src_path, **answers},
@@ -105,14 +114,19 @@ def render_scaffold(
     return files
 
 
-def scaffold_hook(spec: EnvSpec) -> Callable[[Path], None]:
-    """A writer hook that renders the scaffold into a new package (never over an existing file)."""
+def scaffold_files(spec: EnvSpec) -> dict[str, str]:
+    """The scaffold of a new package for `spec`, `{relative path: text}` (`render_scaffold`
+    with this release's answers, source and tag)."""
+    try:
+        return render_scaffold(scaffold_answers(spec), src_path=scaffold_source(), commit=release_tag())
+    except Exception as e:  # a broken bundled template: an internal failure, exit 70
+        raise GenError(f"scaffolding {spec.package} failed: {type(e).__name__}: {e}") from None
+
+
+def scaffold_writer(files: Mapping[str, str]) -> Callable[[Path], None]:
+    """A writer hook that writes a rendered scaffold into a new package (never over an existing file)."""
 
     def run(destination: Path) -> None:
-        try:
-            files = render_scaffold(scaffold_answers(spec), src_path=scaffold_source(), commit=release_tag())
-        except Exception as e:  # a broken bundled template: an internal failure, exit 70
-            raise GenError(f"scaffolding {spec.package} failed: {type(e).__name__}: {e}") from None
         for rel, text in files.items():
             target = destination / rel
             if target.exists():
@@ -122,3 +136,8 @@ def scaffold_hook(spec: EnvSpec) -> Callable[[Path], None]:
                 fh.write(text)
 
     return run
+
+
+def scaffold_hook(spec: EnvSpec) -> Callable[[Path], None]:
+    """A writer hook that renders the scaffold into a new package (never over an existing file)."""
+    return scaffold_writer(scaffold_files(spec))

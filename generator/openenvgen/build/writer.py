@@ -17,8 +17,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from openenvgen.build.layout import LOCK_FILE, sha256_text
 from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
-from openenvgen.build.render import LOCK_FILE, sha256_text
 from openenvgen.errors import OutputError
 
 
@@ -91,6 +91,7 @@ def write_tree(
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)
     try:
+        written = []
         for rel, text in files.items():
             target = staging / rel
             if not target.resolve().is_relative_to(staging.resolve()):
@@ -98,8 +99,14 @@ def write_tree(
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
+            written.append(target)
+        # On disk before the swap; all written first, so one journal commit serves them all.
+        for target in written:
+            fd = os.open(target, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         if out.exists():
             for rel in _user_files(out, generated):
                 if rel in files:

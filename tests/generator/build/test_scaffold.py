@@ -68,6 +68,7 @@ def test_a_new_package_records_where_its_scaffold_comes_from(tmp_path: Path) -> 
         "env_id": "openenv/wordle",
         "example_action": {"message": "[crane]"},
         "module": "wordle_openenv",
+        "observation_model": "TextArenaObservation",
         "package": "wordle-openenv",
         "package_version": "0.1.0",
         "stem": "Wordle",

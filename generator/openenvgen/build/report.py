@@ -1,0 +1,56 @@
+"""What `openenv-gen NAME` prints after writing a package: how to install it and run it.
+
+Read without pydantic or Jinja (the fast path prints it too): the package's name comes from
+its lock, whether the runtime is installed from `layout.is_installed`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from openenvgen.build.layout import LOCK_FILE, RUNTIME_DISTRIBUTION, is_installed
+
+
+def next_steps(target: Path) -> str:
+    """The two commands that take a freshly generated package to a run: install, vf-eval.
+
+    `openenvgen-runtime` is not on PyPI yet, so the install names it as a local directory
+    when it is not installed already: this generator's own `runtime/` when it runs from a
+    checkout, else a line saying where it comes from.
+    """
+    package = _package_name(target)
+    shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
+    install = ["pip", "install"]
+    note = ""
+    if not is_installed(RUNTIME_DISTRIBUTION):
+        checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/build/report.py
+        if (checkout / "runtime" / "pyproject.toml").is_file():
+            # The runtime, and the schema code it shares with the generator when it is there.
+            for local in ("schemas", "runtime"):
+                if (checkout / local / "pyproject.toml").is_file():
+                    path = os.path.relpath(checkout / local)
+                    install.append(path if path.startswith(("/", ".")) else f"./{path}")
+        else:
+            note = (
+                f"\n  ({RUNTIME_DISTRIBUTION} is not on PyPI yet: install it first from an openenv-gen "
+                "checkout, `pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)"
+            )
+    install.append(shown)
+    return (
+        "next: install it, then evaluate a model on it:\n"
+        f"  {shlex.join(install)}\n"
+        f"  vf-eval {shlex.quote(package)} -m MODEL --no-push{note}"
+    )
+
+
+def _package_name(target: Path) -> str:
+    """The distribution name the package's lock records (its spec's); the folder's name
+    when the lock cannot say."""
+    try:
+        package = json.loads((target / LOCK_FILE).read_text("utf-8")).get("package")
+    except (OSError, ValueError, AttributeError):
+        return target.name
+    return package if isinstance(package, str) else target.name
