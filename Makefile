@@ -24,9 +24,16 @@ demo: $(BIN)/python
 	@echo "ready: . $(VENV)/bin/activate && vf-eval wordle-openenv -m MODEL --no-push"
 
 # Generator + schemas + runtime + every checked-in generated package, editable, with the test,
-# docs and lint extras.
-install: $(BIN)/python
+# docs and lint extras. Installed again only when a project file or the constraints change
+# (editable installs follow code edits), not by every target that needs it.
+INSTALL_INPUTS := pyproject.toml constraints.txt schemas/pyproject.toml runtime/pyproject.toml \
+	tests/support/pyproject.toml $(GENERATED)
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(BIN)/python $(INSTALL_INPUTS)
 	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ./tests/support -e ".[test,docs,lint]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	touch $@
 
 # The whole repository, generated/ included: ruff's rules and its formatting (both configured
 # in pyproject.toml), then mypy on the packages pyproject.toml's [tool.mypy] names.
