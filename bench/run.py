@@ -1,4 +1,4 @@
-"""Run the benchmarks P1..P6, P8 and R4; write bench/out/results.{json,md} and, for a run
+"""Run the benchmarks P1..P6, P8, R4, R5 and R6; write bench/out/results.{json,md} and, for a run
 of all of them, bench/RESULTS.md.
 
     python bench/run.py            # everything, full sizes (`make bench`)
@@ -13,7 +13,8 @@ it is edited by hand. Its method text is each benchmark module's docstring.
 Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
 (no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
 N = 2 instead of 4 on `null`, no P5-single, R4 at 64@16 instead of 256@64, P8 8 tasks
-instead of 64.
+instead of 64, R6 2,000 episodes (memory compared at 500 and 2,000) instead of 20,000
+(1,000 and 20,000). R5 64 episodes × 2 rounds at 4 in flight instead of 256 × 3 at 8.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH, fmt_ratio, git_state, load_average, log, machine
 
-ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "P8")
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "R5", "P8", "R6", "HOOKS")
 
 
 def _run_one(name: str, quick: bool, workdir: Path) -> list[dict[str, Any]]:
@@ -70,12 +71,24 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
         import r4_fleet
 
         results += _guarded("R4", lambda: r4_fleet.run(quick, workdir))
+    if "R5" in only:
+        import r5_cluster
+
+        results += _guarded("R5", lambda: r5_cluster.run(quick, workdir))
     if "P8" in only:
         import p8_served
 
         p8_dir = workdir / "p8"
         p8_dir.mkdir()
         results += _guarded("P8", lambda: p8_served.run(quick, p8_dir))
+    if "R6" in only:
+        import r6_soak
+
+        results += _guarded("R6", lambda: r6_soak.run(quick, workdir))
+    if "HOOKS" in only:
+        import p9_typed_hooks
+
+        results += _guarded("HOOKS", lambda: p9_typed_hooks.run(quick, workdir))
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
@@ -110,7 +123,17 @@ def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- markdown
 
-METHOD_MODULES = ("p1_generate", "p2_check", "p3_step", "p4_episodes", "r4_fleet", "p8_served")
+METHOD_MODULES = (
+    "p1_generate",
+    "p2_check",
+    "p3_step",
+    "p4_episodes",
+    "r4_fleet",
+    "r5_cluster",
+    "p8_served",
+    "r6_soak",
+    "p9_typed_hooks",
+)
 """Whose docstrings are the method text of RESULTS.md: each beside the code that measures."""
 
 
@@ -248,6 +271,10 @@ def to_markdown(report: dict[str, Any]) -> str:
             out += ["", "## P6 pairs (CPU-s of the whole vf-eval tree)", "", *_p6_table(r["details"])]
         if r["id"] == "R4" and "fleet_runs" in r.get("details", {}):
             out += ["", "## R4 runs", "", *_r4_table(r["details"])]
+        if r["id"] == "R5" and "cluster_runs" in r.get("details", {}):
+            out += ["", "## R5 runs", "", *_r5_table(r["details"])]
+        if r["id"] == "R6" and "checkpoints" in r.get("details", {}):
+            out += ["", "## R6 readings (the env-server process tree, nothing in flight)", "", *_r6_table(r["details"])]
     out += ["", "## Details per benchmark", "", "Full data in bench/out/results.json.", ""]
     for r in report["results"]:
         out.append(f"- **{r['id']}**: {_detail(r)}")
@@ -328,6 +355,61 @@ def _r4_table(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _r5_table(d: dict[str, Any]) -> list[str]:
+    lines = [
+        "| mode | round | episodes@in flight | successful | wall s | successful/min | load 1-min before→after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for x in d["cluster_runs"]:
+        lines.append(
+            f"| {x['mode']} | {x['round']} | {x['episodes']}@{x['concurrency']} | {x['successful']} | {x['wall_s']} "
+            f"| {x['successful_per_min']} | {x['load_average_before'][0]}→{x['load_average_after'][0]} |"
+        )
+    modes = d["modes"]
+    lines += [
+        "",
+        "Start-up (spawn to a warm-up batch back), where the servers ran, what was left: "
+        + "; ".join(
+            f"{mode} {m['startup_s']} s, {m.get('placement') or str(m.get('uv_servers')) + ' UV servers'}, "
+            f"left {m.get('left_on_nodes', m.get('left_processes'))}"
+            for mode, m in modes.items()
+        )
+        + ".",
+    ]
+    f = d["failure_run"]
+    sessions = ", ".join(str(v) for v in f["sessions_on_rescheduled"].values()) or "none"
+    lines += [
+        "",
+        f"Node failure ({f['episodes']} episodes at {f['concurrency']} in flight on {f['replicas']} replicas, "
+        f"retries {f['retries']}): {f['killed']} killed after {f.get('killed_after_s')} s with "
+        f"{f.get('in_flight')} episodes in flight on it ({f.get('in_flight_everywhere')} everywhere); "
+        f"{f['lost']} lost, {f['retried']} retried, {f['failed']} failed in the end; rescheduled replicas in the "
+        f"pool after {f.get('rescheduled_joined_s')} s, taking episodes after "
+        f"{f.get('rescheduled_first_episode_s')} s (sessions on them: {sessions}); "
+        f"left on nodes: {f['left_on_nodes'] or 'nothing'}.",
+    ]
+    return lines
+
+
+def _r6_table(d: dict[str, Any]) -> list[str]:
+    lines = [
+        "| episodes | ok | episodes/min (segment) | RSS MiB trimmed | RSS MiB | PSS MiB | USS MiB | threads "
+        "| open fds | sockets | TCP sockets by peer and state | settled after s | live objects | load 1-min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in d["checkpoints"]:
+        states = ", ".join(f"{k} {v}" for k, v in c.get("tcp_by_peer", c["sockets_by_tcp_state"]).items())
+        lines.append(
+            f"| {c['episodes']} | {c['ok']} | {c['episodes_per_min']} | {c.get('trimmed_rss_mib', '—')} "
+            f"| {c['rss_mib']} | {c['pss_mib']} "
+            f"| {c['uss_mib']} | {c['threads']} | {c['fds']} | {c['sockets']} | {states} | {c.get('settle_s', '—')} "
+            f"| {c['objects']} | {c['load_1min']} |"
+        )
+    grown = ", ".join(f"{k} {a}→{b}" for k, (a, b) in d.get("object_types_grown", {}).items()) or "none"
+    lines += ["", f"Object types whose live count grew most, first reading → last: {grown}."]
+    return lines
+
+
 def _transport(x: dict[str, Any]) -> str:
     t = x["transport"]
     if "base_url" in t:
@@ -351,6 +433,8 @@ def _detail(r: dict[str, Any]) -> str:
     d = r.get("details", {})
     if "traceback" in d:
         return "failed: " + d["traceback"].strip().splitlines()[-1]
+    if r["id"].startswith("HOOKS"):
+        return str(d.get("summary", ""))
     if r["id"] in ("P1", "P2"):
         med = ", ".join(f"`{k}` {v:.3f} s" for k, v in d.get("median_s", {}).items())
         imp = d.get("importtime", {})
@@ -413,6 +497,15 @@ def _detail(r: dict[str, Any]) -> str:
         )
     if r["id"] == "R4":
         return "see the R4 runs above."
+    if r["id"] == "R5":
+        return "see the R5 runs above."
+    if r["id"] == "R6":
+        return (
+            f"memory goal met: {_mark(d.get('memory_goal_met'))}; fds and sockets goal met: "
+            f"{_mark(d.get('fds_goal_met'))}; trimmed RSS trend {d.get('trimmed_rss_slope_mib_per_1000_episodes')} MiB "
+            f"per 1,000 episodes; {d.get('server_cpu_s_per_episode')} CPU-s per episode (server tree); "
+            "see the R6 readings above."
+        )
     if r["id"] == "P8":
         return (
             f"speed goal met: {_mark(d.get('speed_goal_met'))}; CPU goal met: {_mark(d.get('cpu_goal_met'))}; "
