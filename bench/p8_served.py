@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -120,8 +120,17 @@ def serve_main(config_file: str, workers: int, address: str) -> None:
 
 @contextmanager
 def env_server(
-    config_data: dict[str, Any], workers: int, out_dir: Path, package_dir: Path, marker: str
+    config_data: dict[str, Any],
+    workers: int,
+    out_dir: Path,
+    package_dir: Path,
+    marker: str,
+    *,
+    script: Path | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The env-server process (`script --serve`, this module's by default, with `extra_args`),
+    stopped with everything it started on exit."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config_file = out_dir / "env_config.json"
     config_file.write_text(json.dumps(config_data))
@@ -131,13 +140,14 @@ def env_server(
         proc = subprocess.Popen(
             [
                 sys.executable,
-                str(Path(__file__).resolve()),
+                str(script or Path(__file__).resolve()),
                 "--serve",
                 str(config_file),
                 "--workers",
                 str(workers),
                 "--address",
                 address,
+                *extra_args,
             ],
             env=env,
             stdin=subprocess.DEVNULL,

@@ -51,9 +51,7 @@ import argparse
 import asyncio
 import collections
 import json
-import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -67,9 +65,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, CONCURRENT_APP, eval_env, load_average, log, marked_pids, tree_cpu_s, tree_pids
-
-from openenvgen_schemas.processes import stop_process_group
+import p8_served
+from common import BENCH, CONCURRENT_APP, load_average, log, tree_cpu_s, tree_pids
 
 TARGET_MEMORY_DRIFT = 0.05
 MEMORY_KEYS = ("trimmed_rss_mib", "rss_mib", "pss_mib", "uss_mib", "trimmed_pss_mib", "trimmed_uss_mib")
@@ -99,10 +96,6 @@ TCP_STATES = {
 
 
 # --------------------------------------------------------------------------- the server side
-
-
-def _log_setup() -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s %(levelname)s %(message)s")
 
 
 def _object_counts(use_tracemalloc: bool) -> dict[str, Any]:
@@ -161,22 +154,14 @@ def _probe_loop(probe_dir: Path, use_tracemalloc: bool) -> None:
 
 
 def serve_main(config_file: str, address: str, probe_dir: str, use_tracemalloc: bool) -> None:
-    """The env-server process: `serve_env` with one worker (a lone in-process `EnvServer`),
-    as a trainer's env server calls it, plus the object-count probe thread."""
-    from verifiers.v1.serve import serve_env
-
+    """The env-server process: P8's (`serve_env` as a trainer's env server calls it, one
+    worker), plus the object-count probe thread."""
     if use_tracemalloc:
         import tracemalloc
 
         tracemalloc.start(1)
     threading.Thread(target=_probe_loop, args=(Path(probe_dir), use_tracemalloc), name="r6-probe", daemon=True).start()
-    serve_env(
-        max_workers=1,
-        elastic=False,
-        address=address,
-        log_setup=_log_setup,
-        config_data=json.loads(Path(config_file).read_text()),
-    )
+    p8_served.serve_main(config_file, 1, address)
 
 
 # --------------------------------------------------------------------------- the orchestrator side
@@ -186,29 +171,14 @@ def serve_main(config_file: str, address: str, probe_dir: str, use_tracemalloc: 
 def env_server(
     config_data: dict[str, Any], out_dir: Path, package_dir: Path, marker: str, use_tracemalloc: bool
 ) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """P8's env server on one worker, started by this module (with its probe)."""
     probe_dir = out_dir / "probe"
-    probe_dir.mkdir(exist_ok=True)
-    config_file = out_dir / "env_config.json"
-    config_file.write_text(json.dumps(config_data))
-    address = f"ipc://{out_dir}/env.sock"
-    env = eval_env(package_dir, **{marker: "1", API_KEY_VAR: "scripted"})
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", str(config_file), "--address", address]
-    cmd += ["--probe-dir", str(probe_dir)] + (["--tracemalloc"] if use_tracemalloc else [])
-    with open(out_dir / "server.log", "wb") as logfile:
-        proc = subprocess.Popen(
-            cmd, env=env, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            yield proc, address, probe_dir
-        finally:
-            if proc.poll() is None:
-                stop_process_group(proc, grace=60)
-            for pid in marked_pids(marker):  # anything the server left behind
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+    probe_dir.mkdir(parents=True, exist_ok=True)
+    extra = ["--probe-dir", str(probe_dir)] + (["--tracemalloc"] if use_tracemalloc else [])
+    with p8_served.env_server(
+        config_data, 1, out_dir, package_dir, marker, script=Path(__file__).resolve(), extra_args=extra
+    ) as (proc, address):
+        yield proc, address, probe_dir
 
 
 def _smaps(pid: int) -> dict[str, int]:
@@ -597,6 +567,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the work dir (server log, probe answers)")
     parser.add_argument("--serve", metavar="CONFIG_JSON", help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)  # P8's server: always 1
     parser.add_argument("--probe-dir", help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve:

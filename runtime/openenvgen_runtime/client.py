@@ -40,7 +40,7 @@ from openenvgen_runtime.mcp_tools import session_tools
 from openenvgen_runtime.openenv_private import openenv_module
 from openenvgen_runtime.pool import CLIENT_MODULE, ServerPool
 from openenvgen_runtime.servers import Server
-from openenvgen_runtime.typed_observations import observation_values, typed_observation
+from openenvgen_runtime.typed_hooks import RESET, STEP, ObservationModels
 
 ObservationT = TypeVar("ObservationT", bound=BaseModel)
 ResetObservationT = TypeVar("ResetObservationT", bound=BaseModel)
@@ -72,6 +72,7 @@ class Env(Generic[ObservationT, ResetObservationT]):
         """MCP envs: the tools offered (name, description, input schema), for tools that follow
         the task those listed after the last `reset`; empty otherwise."""
         self._owner = taskset.__module__.partition(".")[0]
+        self._models = ObservationModels(taskset.OBSERVATION_MODEL, taskset.RESET_OBSERVATION_MODEL, self._owner)
 
     async def reset(self, **kwargs: Any) -> ResetObservationT:
         """Start a new episode (`seed=`, `episode_id=` and the env's own reset arguments);
@@ -81,8 +82,7 @@ class Env(Generic[ObservationT, ResetObservationT]):
             listed = await self._call(session_tools(self._client))
             space = self._taskset.space_for(self._space.action_schema, listed, per_episode=True)
             self._space, self.tools = space, list(space.tools or [])
-        model = self._taskset.RESET_OBSERVATION_MODEL or self._taskset.OBSERVATION_MODEL
-        return self._typed(model, result)  # type: ignore[no-any-return]
+        return self._models.instance(RESET, result.observation, result.reward, bool(result.done))  # type: ignore[no-any-return]
 
     async def step(self, action: BaseModel | dict[str, Any]) -> StepResult[ObservationT]:
         """Send one action: an instance of the generated action model, or a dict validated
@@ -105,7 +105,7 @@ class Env(Generic[ObservationT, ResetObservationT]):
 
     async def _send(self, wire: dict[str, Any]) -> StepResult[ObservationT]:
         result = await self._call(self._client.step(wire))
-        observation = self._typed(self._taskset.OBSERVATION_MODEL, result)
+        observation = self._models.instance(STEP, result.observation, result.reward, bool(result.done))
         return StepResult(observation=observation, reward=result.reward, done=bool(result.done))
 
     async def _call(self, request: Coroutine[Any, Any, T]) -> T:
@@ -117,10 +117,6 @@ class Env(Generic[ObservationT, ResetObservationT]):
             if failure is None:
                 raise
             raise failure from (e if isinstance(failure, EnvLost) else None)
-
-    def _typed(self, model: type[BaseModel] | None, result: Any) -> Any:
-        values = observation_values(result.observation, result.reward, bool(result.done))
-        return values if model is None else typed_observation(model, values, owner=self._owner)
 
 
 class Connection(Generic[ObservationT, ResetObservationT]):

@@ -127,7 +127,7 @@ async def next_turn(
     if extension.renderer is None:
         text = rendered.text
     elif extension.typed_renderer:
-        text = extension.render(models.typed(entry(kind, observation, reward, False)))
+        text = extension.render(models.instance(kind, observation, reward, False))
     else:
         text = extension.render(rendered.fields)
     return rendered.content(turn(text, space, reward, schema=not tools))

@@ -68,11 +68,17 @@ class ObservationModels:
         """The model of a `reset` or `step` observation."""
         return self.reset if kind == RESET and self.reset is not None else self.step
 
-    def typed(self, entry: dict[str, Any]) -> Any:
-        """One recorded observation (see `entry`) as its model, or its values without one."""
-        values = observation_values(entry.get("observation") or {}, entry.get("reward"), bool(entry.get("done")))
-        model = self.model(entry.get("kind", STEP))
+    def instance(self, kind: str, observation: dict[str, Any], reward: Any, done: bool) -> Any:
+        """An observation (the server's JSON, its reward and done) as the model of its `kind`,
+        or its values when there is no model."""
+        values = observation_values(observation, reward, done)
+        model = self.model(kind)
         return values if model is None else typed_observation(model, values, owner=self.owner)
+
+    def typed(self, recorded: dict[str, Any]) -> Any:
+        """One recorded observation (see `entry`) as its model, or its values without one."""
+        kind, observation, done = recorded.get("kind", STEP), recorded.get("observation") or {}, recorded.get("done")
+        return self.instance(kind, observation, recorded.get("reward"), bool(done))
 
 
 NO_MODELS = ObservationModels()
@@ -138,13 +144,9 @@ def arguments(trace: Any, asks: dict[str, bool], models: ObservationModels) -> d
     out: dict[str, Any] = {}
     for parameter, typed in asks.items():
         chosen = recorded if parameter == OBSERVATIONS else recorded[-1:]
-        values = [models.typed(e) if typed else _values(e) for e in chosen]
+        values = [(models if typed else NO_MODELS).typed(e) for e in chosen]
         out[parameter] = values if parameter == OBSERVATIONS else (values[0] if values else None)
     return out
-
-
-def _values(recorded: dict[str, Any]) -> dict[str, Any]:
-    return observation_values(recorded.get("observation") or {}, recorded.get("reward"), bool(recorded.get("done")))
 
 
 def _name(annotation: Any) -> str:

@@ -32,10 +32,11 @@ from openenv.core.env_server.mcp_types import (
     ListToolsObservation,
     Tool,
 )
-from openenv.core.env_server.types import Action, Observation, State
+from openenv.core.env_server.types import Observation, State
 from pydantic import Field, TypeAdapter
 
 from openenvgen_testsupport.fixture_envs import EchoAddMCPEnvironment
+from openenvgen_testsupport.union_envs import UnionAction
 
 __all__ = [
     "RECEIVED",
@@ -85,19 +86,12 @@ RECEIVED: list[tuple[str, str, dict[str, Any]]] = []
 _lock = threading.Lock()
 
 McpUnion = Annotated[ListToolsAction | CallToolAction, Field(discriminator="type")]
-_union = TypeAdapter(McpUnion)
 
 
-class ScenarioAction(Action):
-    """openenv's MCP union as an action class: validating returns the concrete member."""
+class ScenarioAction(UnionAction):
+    """openenv's MCP union as an action class."""
 
-    @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        return _union.validate_python(obj)
-
-    @classmethod
-    def model_json_schema(cls, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        return _union.json_schema(**kwargs)
+    UNION = TypeAdapter(McpUnion)
 
 
 class ScenarioObservation(Observation):

@@ -18,7 +18,7 @@ openenv >= 0.10 does) with a reset observation model of its own, `CounterStart`.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import FastAPI
 from openenv.core.env_server import create_app
@@ -34,6 +34,7 @@ __all__ = [
     "CounterStart",
     "PeekAction",
     "SubmitAction",
+    "UnionAction",
     "make_union_app",
 ]
 
@@ -63,20 +64,28 @@ class SubmitAction(BaseModel):
     total: int = Field(..., description="The total you reached.")
 
 
-CounterUnion = Annotated[PeekAction | AddAction | SubmitAction, Field(discriminator="kind")]
-_union = TypeAdapter(CounterUnion)
+class UnionAction(Action):
+    """A union as openenv's action class (set `UNION`): validating returns the concrete member,
+    and its JSON schema is the union's."""
 
-
-class CounterAction(Action):
-    """The union as openenv's action class: validating returns the concrete member."""
+    UNION: ClassVar[TypeAdapter[Any]]
 
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        return _union.validate_python(obj)
+        return cls.UNION.validate_python(obj)
 
     @classmethod
     def model_json_schema(cls, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        return _union.json_schema(**kwargs)
+        return cls.UNION.json_schema(**kwargs)
+
+
+CounterUnion = Annotated[PeekAction | AddAction | SubmitAction, Field(discriminator="kind")]
+
+
+class CounterAction(UnionAction):
+    """The counter's union as openenv's action class."""
+
+    UNION = TypeAdapter(CounterUnion)
 
 
 class CounterObservation(Observation):
