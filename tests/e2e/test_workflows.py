@@ -79,7 +79,12 @@ def test_check_workflow_runs_check_on_pull_requests() -> None:
     assert flow["permissions"] == {"contents": "read"}
     runs = [s.get("run", "") for s in flow["jobs"]["check"]["steps"]]
     assert "openenv-gen check" in runs
-    assert any("pip install -c constraints.txt ." in r and "pip install openenvgen" in r for r in runs)
+    # This repository installs its own pinned checkout, any other one the published wheel; both
+    # with the typecheck extra, so check also type-checks the hooks.
+    assert any(
+        "pip install -c constraints.txt '.[typecheck]'" in r and "pip install 'openenvgen[typecheck]'" in r
+        for r in runs
+    )
 
 
 def test_drift_workflow_is_scheduled_and_opens_a_pull_request() -> None:

@@ -326,11 +326,17 @@ def test_the_customising_page_example_scores_a_connect4_board(tmp_path: Path) ->
     package = tmp_path / "connect4-openenv"
     shutil.copytree(Path(__file__).parents[2] / "generated" / "connect4-openenv", package)
     (package / "connect4_openenv" / "custom.py").write_text(example)
+    # The installed connect4_openenv may be imported already (by another test): this copy
+    # must be the one imported, and the installed one back in place afterwards.
+    installed = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "connect4_openenv"}
     sys.path.insert(0, str(package))
     try:
         from connect4_openenv.taskset import Connect4Task  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(package))
+        for name in [k for k in sys.modules if k.split(".")[0] == "connect4_openenv"]:
+            del sys.modules[name]
+        sys.modules.update(installed)
     extension = Connect4Task.EXTENSION
     assert extension.typed_renderer and extension.records == "all"
     board = [[0] * 7 for _ in range(6)]
