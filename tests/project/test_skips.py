@@ -34,7 +34,7 @@ def test_plain():
 DEAD_SOCKET_LINE = "SKIPPED docker and swarm tests: they need a Docker daemon: no Docker daemon answers `docker info`"
 
 
-def run_tiny(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_tiny(tmp_path: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")  # its hooks, as the suite runs them
     (tmp_path / "test_tiny.py").write_text(TINY)
     environ = {k: v for k, v in os.environ.items() if k != REQUIRE_DOCKER}
@@ -48,6 +48,7 @@ def run_tiny(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
             "no:cacheprovider",
             "-W",
             "ignore::pytest.PytestUnknownMarkWarning",
+            *options,
             "test_tiny.py",
         ],
         cwd=tmp_path,
@@ -74,6 +75,16 @@ def test_without_a_daemon_docker_tests_skip_with_one_summary_line(tmp_path: Path
     # Two tests skipped for one reason: one line.
     assert len(section) == 2 and section[1].startswith(DEAD_SOCKET_LINE), section
     assert "nobody.sock" in section[1]
+
+
+def test_on_xdist_workers_the_summary_lines_are_printed_once(tmp_path: Path) -> None:
+    """As `make test` runs: notes made on the workers reach the controller's summary."""
+    proc = run_tiny(tmp_path, "-n", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 2 skipped" in proc.stdout.splitlines()[-1], proc.stdout
+    section = summary_section(proc.stdout)
+    assert section[0] == "module note: what this module cannot test here"
+    assert len(section) == 2 and section[1].startswith(DEAD_SOCKET_LINE), section
 
 
 def test_with_the_ci_variable_a_missing_daemon_fails_the_run(tmp_path: Path) -> None:
