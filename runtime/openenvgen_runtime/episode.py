@@ -207,7 +207,10 @@ async def play(task: Any, agents: Any, pool: ServerPool, taskset: Any) -> None:
                 # (`AdapterTask.openenv_reward`), live and by `vf-replay` alike. Recorded
                 # here too, for an episode that fails before it is scored.
                 trace.info[SCORE_INFO] = score.info()
-                trace.info["openenv"] = final_info(last)
+                trace.info["openenv"] = last_info = final_info(last)
                 if records:
-                    trace.info[INFO_KEY] = [{**e, "observation": final_info(e["observation"])} for e in seen]
+                    trace.info[INFO_KEY] = [
+                        {**e, "observation": last_info if e["observation"] is last else final_info(e["observation"])}
+                        for e in seen
+                    ]
                 trace.record_metrics(episode_metrics(trace.info["openenv"], score))

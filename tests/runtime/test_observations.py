@@ -11,12 +11,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openenv import GenericEnvClient
 from verifiers.v1.types import ImageUrlContentPart, TextContentPart, UserMessage
 
 from openenvgen_runtime.observations import (
+    BASE64_SUFFIX,
     MediaError,
     ObservationView,
+    _media_fields,  # with _replace: the full walk, final_info's reference
+    _replace,
     env_system_prompt,
     final_info,
     media_type,
@@ -228,3 +233,24 @@ def test_env_system_prompt_final_info_and_metrics(picture_server: str) -> None:
     assert numeric_metrics({"x": float("nan"), "y": [1, 2], "z": {"w": True}, "reward": 1.0, "done": True}) == {
         "z.w": 1.0
     }
+
+
+_KEYS = st.sampled_from(["a", "image_base64", "IMG_BASE64", "frames_Base64", "x_asset_path", "base64", "metadata"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(_KEYS, _JSON, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_final_info_leaves_out_exactly_the_base64_payloads(observation: dict[str, Any]) -> None:
+    """Its shortcut (no base64 key anywhere: a plain copy) agrees with the full walk."""
+    notes = {
+        path: f"<{len(value)} base64 characters omitted>"
+        for path, value, source in _media_fields(observation)
+        if source == BASE64_SUFFIX
+    }
+    assert final_info(observation) == _replace(observation, notes)
+    assert final_info(observation) is not observation
