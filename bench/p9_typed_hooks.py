@@ -10,6 +10,9 @@ side in one run, each with the same package under four `custom.py` variants:
   `(observations: list[<Model>])` (their number), `<Model>` the package's generated
   observation model. The runtime then records every observation of an episode on its
   trace and validates each into the model for the hooks.
+- **d** (P3 only), c's typed reward and metric with the default rendering: what typed
+  scoring costs apart from the typed renderer, which validates every observation into the
+  model on the step path itself.
 
 Goal: c / a ≤ 1.02 on each of P3, P6 and P8; b / a ≈ 1.00 (a package whose hooks ask for
 nothing typed records nothing more and renders as before).
@@ -87,8 +90,15 @@ from common import BENCH, CONCURRENT_APP, load_average, log, median, spread, tre
 
 TARGET = 1.02
 VARIANTS = ("a", "a2", "b", "c")
-LABELS = {"a": "a (as generated)", "a2": "a′ (A/A)", "b": "b (untyped hooks)", "c": "c (typed hooks)"}
-HOOK_MODULES = {"b": "custom_plain", "c": "custom_typed"}
+P3_VARIANTS = (*VARIANTS, "d")
+LABELS = {
+    "a": "a (as generated)",
+    "a2": "a′ (A/A)",
+    "b": "b (untyped hooks)",
+    "c": "c (typed hooks)",
+    "d": "d (typed reward and metric, default rendering)",
+}
+HOOK_MODULES = {"b": "custom_plain", "c": "custom_typed", "d": "custom_typed_scores"}
 """P3: the hook modules written beside the package's `custom.py` (a and a′ load `custom` itself)."""
 EXPECTED_SCORES = {
     "a": {},
@@ -143,16 +153,21 @@ NOT_RENDERED = ("done", "reward", "metadata", "system_prompt")
 """Fields the default rendering leaves out of the text (`observations.NOT_IN_TEXT`, `metadata`)."""
 
 
-def typed_source(step: type[Any], reset: type[Any] | None) -> str:
+def typed_source(step: type[Any], reset: type[Any] | None, *, renderer: bool = True) -> str:
     """Variant c's `custom.py` for a package whose observation models are `step` and `reset`:
-    the renderer shows the visible fields both have, one `name: value` line each."""
+    the renderer shows the visible fields both have, one `name: value` line each (d's:
+    `renderer` False, the same without the renderer)."""
     models = [step] if reset is None or reset is step else [reset, step]
     names = [n for n in step.model_fields if n not in NOT_RENDERED and all(n in m.model_fields for m in models)]
-    return TYPED.format(
+    source = TYPED.format(
         imports=", ".join(sorted({m.__name__ for m in models})),
         model=" | ".join(m.__name__ for m in models),
         text="\\n".join(f"{n}: {{observation.{n}}}" for n in names),
     )
+    if not renderer:
+        start = source.index("def render_observation")
+        source = source[:start] + source[source.index("@vf.reward", start) :]
+    return source
 
 
 def _quantiles(values: list[float]) -> list[float]:
@@ -177,7 +192,8 @@ def _ratios(values: dict[str, float | None], digits: int = 3) -> dict[str, float
 
 
 def _ratio_text(r: dict[str, float | None]) -> str:
-    return f"c/a {r['c']}, b/a {r['b']}, A/A {r['a2']}"
+    d = f", d/a {r['d']}" if "d" in r else ""
+    return f"c/a {r['c']}, b/a {r['b']}{d}, A/A {r['a2']}"
 
 
 # --------------------------------------------------------------------------- P3
@@ -430,14 +446,18 @@ def p3(quick: bool, workdir: Path) -> dict[str, Any]:
         (module_dir / f"{HOOK_MODULES['c']}.py").write_text(
             typed_source(ts.OBSERVATION_MODEL, ts.RESET_OBSERVATION_MODEL)
         )
-        extensions = {v: load_extension(f"{package}.{HOOK_MODULES.get(v, 'custom')}") for v in VARIANTS}
+        (module_dir / f"{HOOK_MODULES['d']}.py").write_text(
+            typed_source(ts.OBSERVATION_MODEL, ts.RESET_OBSERVATION_MODEL, renderer=False)
+        )
+        extensions = {v: load_extension(f"{package}.{HOOK_MODULES.get(v, 'custom')}") for v in P3_VARIANTS}
         assert not extensions["a"].scores and extensions["a"].renderer is None, "the scaffolded custom.py sets hooks"
         assert extensions["b"].records == "" and extensions["c"].records == "all" and extensions["c"].typed_renderer
+        assert extensions["d"].records == "all" and extensions["d"].renderer is None
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=ts.ACTION_MODEL, action_schema=schema)
         view = ObservationView(asset_base_url=str(url))
         loops = {"raw": _Loop(None, observation_models, space, view)} | {
-            v: _Loop(extensions[v], observation_models, space, view) for v in VARIANTS
+            v: _Loop(extensions[v], observation_models, space, view) for v in P3_VARIANTS
         }
 
         async def main() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -456,16 +476,16 @@ def p3(quick: bool, workdir: Path) -> dict[str, Any]:
     typed_text = loops["c"].text
     # The typed renderer's lines, not the default JSON: c really rendered through its hook.
     assert isinstance(typed_text, str) and "prompt: " in typed_text and '"prompt"' not in typed_text, typed_text
-    scores = {v: dict(loops[v].scores) for v in VARIANTS}
-    assert scores["c"].get("typed_observed") == P3_EPISODE_STEPS + 1, scores
+    scores = {v: dict(loops[v].scores) for v in P3_VARIANTS}
+    assert scores["c"].get("typed_observed") == scores["d"].get("typed_observed") == P3_EPISODE_STEPS + 1, scores
     assert set(scores["b"]) == {"plain_reward", "plain_metric"}, scores
     steps, opens, closes = measured["steps"], measured["opens"], measured["closes"]
     step_us = {name: _block_min_median(v) * 1e6 for name, v in steps.items()}
     p50_us = {name: median(v) * 1e6 for name, v in steps.items()}
     open_us = {name: min(v) * 1e6 for name, v in opens.items()}
     close_us = {name: min(v) * 1e6 for name, v in closes.items()}
-    per_episode_us = {v: open_us[v] + P3_EPISODE_STEPS * step_us[v] + close_us[v] for v in ("raw", *VARIANTS)}
-    ratios = _ratios({v: step_us[v] for v in VARIANTS})
+    per_episode_us = {v: open_us[v] + P3_EPISODE_STEPS * step_us[v] + close_us[v] for v in ("raw", *P3_VARIANTS)}
+    ratios = _ratios({v: step_us[v] for v in P3_VARIANTS})
     c_over_a = ratios["c"]
     log(
         "HOOKS P3 µs/step (block minima): "
@@ -490,13 +510,13 @@ def p3(quick: bool, workdir: Path) -> dict[str, Any]:
         "us_per_step_p10_p50_p90": {name: [round(x * 1e6, 1) for x in _quantiles(v)] for name, v in steps.items()},
         "us_per_step_mean": {name: round(statistics.fmean(v) * 1e6, 1) for name, v in steps.items()},
         "ratios_block_min": ratios,
-        "ratios_median_step": _ratios({v: p50_us[v] for v in VARIANTS}),
-        "ratios_p10_step": _ratios({v: _quantiles(steps[v])[0] for v in VARIANTS}),
-        "ratios_mean_step": _ratios({v: statistics.fmean(steps[v]) for v in VARIANTS}),
-        "p3_ratio_runtime_over_raw": {v: _ratio(step_us[v], step_us["raw"]) for v in VARIANTS},
+        "ratios_median_step": _ratios({v: p50_us[v] for v in P3_VARIANTS}),
+        "ratios_p10_step": _ratios({v: _quantiles(steps[v])[0] for v in P3_VARIANTS}),
+        "ratios_mean_step": _ratios({v: statistics.fmean(steps[v]) for v in P3_VARIANTS}),
+        "p3_ratio_runtime_over_raw": {v: _ratio(step_us[v], step_us["raw"]) for v in P3_VARIANTS},
         "opening_turn_us_min": {k: round(v, 1) for k, v in open_us.items()},
         "episode_end_us_min": {k: round(v, 1) for k, v in close_us.items()},
-        "ratios_per_episode": _ratios({v: per_episode_us[v] for v in VARIANTS}),
+        "ratios_per_episode": _ratios({v: per_episode_us[v] for v in P3_VARIANTS}),
         "hot_loop_us": hot,
         "hot_loop_expected_ratio_c_over_a": expected,
         "cprofile_typed_turn": profile,
@@ -519,8 +539,8 @@ def p3(quick: bool, workdir: Path) -> dict[str, Any]:
     )
     return {
         "id": "HOOKS-P3",
-        "title": "typed hooks' cost, P3: per-step cost of the runtime's episode loop, a / a′ / b / c interleaved",
-        "target": f"c/a ≤ {TARGET} (µs per step); b/a ≈ 1.00",
+        "title": "typed hooks' cost, P3: per-step cost of the runtime's episode loop, a / a′ / b / c / d interleaved",
+        "target": f"c/a ≤ {TARGET} (µs per step); b/a ≈ 1.00; d/a shown",
         "measured": ", ".join(f"{LABELS.get(k, k)} {v:.0f}" for k, v in step_us.items()) + " µs/step",
         "ratio": c_over_a,
         "ratio_text": _ratio_text(ratios),
