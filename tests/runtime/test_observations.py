@@ -16,15 +16,14 @@ from hypothesis import strategies as st
 from openenv import GenericEnvClient
 from verifiers.v1.types import ImageUrlContentPart, TextContentPart, UserMessage
 
+from openenvgen_runtime.media import MediaError, media_type
 from openenvgen_runtime.observations import (
     BASE64_SUFFIX,
-    MediaError,
     ObservationView,
     _media_fields,  # with _replace: the full walk, final_info's reference
     _replace,
     env_system_prompt,
     final_info,
-    media_type,
     numeric_metrics,
     system_prompt_with_env,
 )
