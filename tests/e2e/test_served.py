@@ -339,6 +339,69 @@ def test_a_custom_py_reward_is_scored_in_the_worker(wordle_server: str, tmp_path
     }
 
 
+CUSTOM_TYPED = """\
+import verifiers.v1 as vf
+
+from .models import WordGuessObservation
+
+
+def render_observation(observation: WordGuessObservation) -> str:
+    return f"prompt: {observation.prompt}\\nfeedback: {observation.feedback or '-'}"
+
+
+@vf.reward(weight=0.5)
+async def solved(observation: WordGuessObservation) -> float:
+    return float(observation.feedback == "G G G G G")
+
+
+@vf.metric
+async def guesses(observations: list[WordGuessObservation]) -> float:
+    return float(len(observations) - 1)  # the reset observation first
+"""
+
+
+@pytest.mark.rollout
+def test_typed_hooks_render_and_score_in_the_worker(wordle_server: str, tmp_path: Path) -> None:
+    """Typed hooks, as training runs them: each worker renders through the typed renderer and
+    scores the typed reward and metric from the observations its episode recorded."""
+    package = generate_from_server("wordle", wordle_server, tmp_path / "pkgs")
+    module = package.removesuffix("-openenv").replace("-", "_") + "_openenv"
+    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(
+        CUSTOM_TYPED
+    )
+    config = served.env_config(
+        package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]}
+    )
+    tasks = served.client_tasks(config)
+    model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
+        episodes = served.play(server.address, str(model_url), tasks)
+    scores = {
+        e.traces[0].task.data.reset["secret"]: (
+            {k: (v.score, v.weight) for k, v in e.traces[0].rewards.items()},
+            e.traces[0].metrics["guesses"],
+        )
+        for e in episodes
+    }
+    assert scores == {
+        "crane": ({"openenv_reward": (1.0, 1.0), "solved": (1.0, 0.5)}, 2.0),
+        # The script's last reply repeats: all six guesses.
+        "plumb": ({"openenv_reward": (0.0, 1.0), "solved": (0.0, 0.5)}, 6.0),
+    }
+    # The model read the typed renderer's lines, never the default JSON.
+    users = [
+        m["content"]
+        for c in model.conversations().values()
+        for body in c
+        for m in body["messages"]
+        if m["role"] == "user"
+    ]
+    assert users and all("prompt: " in str(u) and '"prompt"' not in str(u) for u in users), users
+
+
 # --- launch modes and lifecycle under a worker pool --------------------------------------------
 
 
