@@ -33,6 +33,7 @@ from openenvgen.build import shared_models
 from openenvgen.build.layout import HEADER as HEADER  # defined there for the fast path (no pydantic)
 from openenvgen.build.layout import HEADER_TEXT as HEADER_TEXT
 from openenvgen.build.layout import cache_dir as _cache_dir
+from openenvgen.build.layout import touch, trim_cache
 from openenvgen.errors import SchemaError
 from openenvgen.schema_checks import canonical_json
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
@@ -235,9 +236,13 @@ def generate_models(spec: EnvSpec) -> Models:
     reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
     key = _cache_key({"root": root, "reset_alias": reset_alias, "shared": names.shared_classes})
     cached = cache / f"{key}.py" if cache is not None else None
-    if cached is not None and cached.is_file():
-        source = cached.read_text("utf-8")
+    if cached is not None:
+        try:
+            source = cached.read_text("utf-8")
+        except OSError:  # not cached yet, or just trimmed by another run
+            source = ""
         if source.startswith(HEADER):
+            touch(cached)
             return dataclasses.replace(names, source=source)
     models = _generate(root, names)
     if cached is not None:
@@ -246,6 +251,7 @@ def generate_models(spec: EnvSpec) -> Models:
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(models.source, "utf-8")
             os.replace(tmp, cached)
+        trim_cache(cached.parent, ".py")
     return models
 
 

@@ -58,6 +58,37 @@ def cache_dir() -> Path | None:
     return Path(base) / "openenv-gen" / "models"
 
 
+CACHE_ENTRIES = 512
+"""Files kept per cache folder (generated models, generation records): each new one past
+this removes the least recently used (a hit refreshes its file's mtime)."""
+
+
+def touch(path: Path) -> None:
+    """Mark a cache file as just used; a read-only cache is left as it is."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def trim_cache(folder: Path, suffix: str, keep: int | None = None) -> None:
+    """Remove all but the `keep` (default CACHE_ENTRIES) most recently used `*suffix` files of
+    `folder`. Another process may trim or read at the same time: a file it removed first
+    is skipped, and a reader that loses a file generates it again."""
+    keep = CACHE_ENTRIES if keep is None else keep
+    try:
+        with os.scandir(folder) as scan:
+            used = [(e.stat().st_mtime_ns, e.path) for e in scan if e.name.endswith(suffix) and e.is_file()]
+    except OSError:
+        return
+    if len(used) > keep:
+        for _, path in sorted(used, reverse=True)[keep:]:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 def installed_distributions() -> list[str]:
     """The `*.dist-info` and `*.egg-info` entries of every folder on `sys.path`, in path order
     (lowercased): the distributions installed, each with its version in its name. Read once

@@ -44,6 +44,8 @@ from openenvgen.build.layout import (
     package_dir,
     sha256_text,
     templates_dir,
+    touch,
+    trim_cache,
 )
 from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
 from openenvgen.build.scaffold import scaffold_source, scaffold_writer
@@ -54,6 +56,8 @@ _SETTLED_NS = 2_000_000_000
 """How old the newest generator file must be before its hash is kept under its `stat`."""
 MAX_LOCKS = 16
 """Locks kept per request (one per package version regenerated in place), newest last."""
+RECORDS_KEPT = 64
+"""Generation records kept (each holds a whole package, some 40 KB), the most recently used."""
 
 
 def fingerprint(cache: Path | None = None) -> str:
@@ -170,6 +174,7 @@ class Memo:
         package = record.get("package")
         if not isinstance(package, str) or not package:
             return None
+        touch(self.path)  # used: kept longest when the cache is trimmed
         target = out or Path(package)
         if (target / LOCK_FILE).is_file():
             return target if self._unchanged(target, record.get("locks")) else None
@@ -228,6 +233,7 @@ class Memo:
         except (OSError, ValueError, KeyError):
             return  # a damaged record or an unreadable file must not break generation
         _write_atomically(self.path, json.dumps(record, ensure_ascii=False))
+        trim_cache(self.path.parent, ".json", keep=RECORDS_KEPT)
 
 
 def _splices_to_itself(text: str) -> bool:
