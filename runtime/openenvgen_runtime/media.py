@@ -36,6 +36,7 @@ def media_type(data: bytes) -> str | None:
 
 
 def size_text(n: int) -> str:
+    """A byte count as people read it: `512 B`, `12.3 KiB`, `4.0 MiB`."""
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MiB"
 
 
