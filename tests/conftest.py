@@ -39,7 +39,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for module in modules.values():
         for line in getattr(module, "SUMMARY", ()):
             summary_note(config, line)
-    for module in modules.values():
         declared = getattr(module, "pytestmark", [])
         marks = {m.name for m in (declared if isinstance(declared, list) else [declared])}
         relative = Path(module.__file__).relative_to(config.rootpath).as_posix()

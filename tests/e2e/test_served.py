@@ -299,6 +299,25 @@ def test_an_mcp_env_on_a_served_worker(mcp_pkg: str, mcp_server: str, tmp_path: 
     assert '"add"' in served.first_observation(model.requests[0])
 
 
+def _serve_wordle_with(custom: str, wordle_server: str, tmp_path: Path) -> tuple[list[Any], ScriptedChatModel]:
+    """The wordle package generated with `custom` as its custom.py, served by one worker on the
+    elastic pool; its episodes of "crane" and "plumb" (the model guesses slate, then crane,
+    repeating its last reply), and the model."""
+    package = generate_from_server("wordle", wordle_server, tmp_path / "pkgs")
+    module = package.removesuffix("-openenv").replace("-", "_") + "_openenv"
+    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(custom)
+    config = served.env_config(
+        package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]}
+    )
+    tasks = served.client_tasks(config)
+    model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
+    with (
+        serve_app(model) as model_url,
+        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
+    ):
+        return served.play(server.address, str(model_url), tasks), model
+
+
 CUSTOM_REWARD = """\
 import verifiers.v1 as vf
 
@@ -314,21 +333,7 @@ async def short_replies(trace) -> float:
 def test_a_custom_py_reward_is_scored_in_the_worker(wordle_server: str, tmp_path: Path) -> None:
     """The package's `custom.py` reward, loaded by each worker from the package it imports,
     scores the episodes beside the env's reward."""
-    package = generate_from_server("wordle", wordle_server, tmp_path / "pkgs")
-    module = package.removesuffix("-openenv").replace("-", "_") + "_openenv"
-    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(
-        CUSTOM_REWARD
-    )
-    config = served.env_config(
-        package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]}
-    )
-    tasks = served.client_tasks(config)
-    model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
-    with (
-        serve_app(model) as model_url,
-        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
-    ):
-        episodes = served.play(server.address, str(model_url), tasks)
+    episodes, _ = _serve_wordle_with(CUSTOM_REWARD, wordle_server, tmp_path)
     rewards = {
         e.traces[0].task.data.reset["secret"]: {k: (v.score, v.weight) for k, v in e.traces[0].rewards.items()}
         for e in episodes
@@ -364,21 +369,7 @@ async def guesses(observations: list[WordGuessObservation]) -> float:
 def test_typed_hooks_render_and_score_in_the_worker(wordle_server: str, tmp_path: Path) -> None:
     """Typed hooks, as training runs them: each worker renders through the typed renderer and
     scores the typed reward and metric from the observations its episode recorded."""
-    package = generate_from_server("wordle", wordle_server, tmp_path / "pkgs")
-    module = package.removesuffix("-openenv").replace("-", "_") + "_openenv"
-    (tmp_path / "pkgs" / package.removesuffix("-openenv").replace("-", "_") / module / "custom.py").write_text(
-        CUSTOM_TYPED
-    )
-    config = served.env_config(
-        package, {"base_url": wordle_server, "resets": [{"secret": "crane"}, {"secret": "plumb"}]}
-    )
-    tasks = served.client_tasks(config)
-    model = ScriptedChatModel(Script(["[slate]", "[crane]"]))
-    with (
-        serve_app(model) as model_url,
-        served.env_server(config, tmp_path / "env-server.log", pool=served.ELASTIC) as server,
-    ):
-        episodes = served.play(server.address, str(model_url), tasks)
+    episodes, model = _serve_wordle_with(CUSTOM_TYPED, wordle_server, tmp_path)
     scores = {
         e.traces[0].task.data.reset["secret"]: (
             {k: (v.score, v.weight) for k, v in e.traces[0].rewards.items()},
