@@ -15,14 +15,12 @@ it and the model's JSON schema keeps no invented default.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
 import importlib.metadata
 import json
 import keyword
-import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ from openenvgen.build import shared_models
 from openenvgen.build.layout import HEADER as HEADER  # defined there for the fast path (no pydantic)
 from openenvgen.build.layout import HEADER_TEXT as HEADER_TEXT
 from openenvgen.build.layout import cache_dir as _cache_dir
-from openenvgen.build.layout import touch, trim_cache
+from openenvgen.build.layout import touch, write_cache_entry
 from openenvgen.errors import SchemaError
 from openenvgen.schema_checks import canonical_json
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
@@ -246,12 +244,7 @@ def generate_models(spec: EnvSpec) -> Models:
             return dataclasses.replace(names, source=source)
     models = _generate(root, names)
     if cached is not None:
-        with contextlib.suppress(OSError):  # a read-only home must not break generation
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(models.source, "utf-8")
-            os.replace(tmp, cached)
-        trim_cache(cached.parent, ".py")
+        write_cache_entry(cached, models.source)
     return models
 
 

@@ -89,6 +89,19 @@ def trim_cache(folder: Path, suffix: str, keep: int | None = None) -> None:
                 pass
 
 
+def write_cache_entry(path: Path, text: str, keep: int | None = None) -> None:
+    """Write one cache file atomically, then trim its folder to `keep` (default CACHE_ENTRIES)
+    files of its suffix. A read-only or full disk is ignored: a cache never breaks generation."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        return
+    trim_cache(path.parent, path.suffix, keep)
+
+
 def installed_distributions() -> list[str]:
     """The `*.dist-info` and `*.egg-info` entries of every folder on `sys.path`, in path order
     (lowercased): the distributions installed, each with its version in its name. Read once

@@ -45,7 +45,7 @@ from openenvgen.build.layout import (
     sha256_text,
     templates_dir,
     touch,
-    trim_cache,
+    write_cache_entry,
 )
 from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
 from openenvgen.build.scaffold import scaffold_source, scaffold_writer
@@ -57,7 +57,8 @@ _SETTLED_NS = 2_000_000_000
 MAX_LOCKS = 16
 """Locks kept per request (one per package version regenerated in place), newest last."""
 RECORDS_KEPT = 64
-"""Generation records kept (each holds a whole package, some 40 KB), the most recently used."""
+"""Generation records kept (each holds a whole package, some 40 KB), the most recently used;
+as many generator fingerprints."""
 
 
 def fingerprint(cache: Path | None = None) -> str:
@@ -93,7 +94,7 @@ def fingerprint(cache: Path | None = None) -> str:
     # A file written within the last moments could be written again within the same clock
     # tick, its stat unchanged ("racy git"): its hash is kept only once it has settled.
     if known is not None and time.time_ns() - newest > _SETTLED_NS:
-        _write_atomically(known, digest.hexdigest())
+        write_cache_entry(known, digest.hexdigest(), keep=RECORDS_KEPT)
     return digest.hexdigest()
 
 
@@ -117,14 +118,6 @@ def _generator_files() -> list[tuple[str, str]]:
                     else:
                         found.append((f"{index}/{prefix}{entry.name}", entry.path))
     return sorted(found)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    with contextlib.suppress(OSError):  # a read-only home must not break generation
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text, "utf-8")
-        os.replace(tmp, path)
 
 
 class Memo:
@@ -232,8 +225,7 @@ class Memo:
                 record["locks"] = [*[x for x in locks if x != digest], digest][-MAX_LOCKS:]
         except (OSError, ValueError, KeyError):
             return  # a damaged record or an unreadable file must not break generation
-        _write_atomically(self.path, json.dumps(record, ensure_ascii=False))
-        trim_cache(self.path.parent, ".json", keep=RECORDS_KEPT)
+        write_cache_entry(self.path, json.dumps(record, ensure_ascii=False), keep=RECORDS_KEPT)
 
 
 def _splices_to_itself(text: str) -> bool:
