@@ -4,11 +4,15 @@ of all of them, bench/RESULTS.md.
     python bench/run.py            # everything, full sizes (`make bench`)
     python bench/run.py --quick    # everything, smaller sizes, same comparisons (`make bench QUICK=1`)
     python bench/run.py --only P1,P3   # a subset: bench/out only, RESULTS.md untouched
+    python bench/run.py --render bench/runs/A.json bench/runs/B.json   # RESULTS.md from saved runs
 
 `make bench` runs this with the project venv first on PATH. Everything is loopback-only
-and every step has a time limit. bench/RESULTS.md is written only here, from one run at
-one commit (the commit, and what the tree held beyond it, are in its header); nothing in
-it is edited by hand. Its method text is each benchmark module's docstring.
+and every step has a time limit. bench/RESULTS.md is written only here: from a run of every
+benchmark, or from saved runs (bench/runs/*.json, each a run's results.json) that together
+hold every benchmark, each benchmark from exactly one of them. Every figure of a benchmark
+comes from one run, side by side; the page lists each run's command, commit (and what the
+tree held beyond it), date and load, and which run each headline row comes from. Nothing
+in it is edited by hand. Its method text is each benchmark module's docstring.
 
 Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
 (no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
@@ -213,30 +217,61 @@ def _vf_eval_runs(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+def merge(sources: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One report from several saved runs (name, report): every benchmark from exactly one
+    run, in the order of ALL; each result names its run (1-based) in `run`."""
+    owner: dict[str, str] = {}
+    results: list[dict[str, Any]] = []
+    for number, (name, report) in enumerate(sources, 1):
+        for r in report["results"]:
+            if r["id"] in owner:
+                raise SystemExit(f"bench/run.py: {r['id']} is in both {owner[r['id']]} and {name}; give it once")
+            owner[r["id"]] = name
+            results.append({**r, "run": number})
+    order = {name: i for i, name in enumerate(ALL)}
+    results.sort(key=lambda r: (order.get(r["id"].split("-")[0], len(order)), r["id"] != r["id"].split("-")[0]))
+    return {
+        "machine": sources[0][1]["machine"],
+        "runs": [{**report["machine"], "source": name} for name, report in sources],
+        "results": results,
+    }
+
+
+def _covers_every_benchmark(report: dict[str, Any]) -> bool:
+    return {r["id"].split("-")[0] for r in report["results"]} >= set(ALL) - {"P5-single"}
+
+
 def to_markdown(report: dict[str, Any]) -> str:
-    m = report["machine"]
-    out = [
-        "# Benchmark results",
-        "",
-        "Written by bench/run.py (`make bench`) from one run; do not edit by hand.",
-        "",
-        *_header(m),
-        "",
-    ]
+    runs = report.get("runs") or [report["machine"]]
+    several = len(runs) > 1
+    out = ["# Benchmark results", ""]
+    if several:
+        out += [
+            f"Written by bench/run.py from {len(runs)} saved runs (`python bench/run.py --render "
+            f"{' '.join(run['source'] for run in runs)}`); do not edit by hand. Each benchmark's figures come from "
+            "one run, measured side by side in it; the Run column of the headline says which.",
+            "",
+        ]
+        for number, run in enumerate(runs, 1):
+            out += [f"### Run {number}: {run['source']}", "", *_header(run), ""]
+    else:
+        out += ["Written by bench/run.py (`make bench`) from one run; do not edit by hand.", "", *_header(runs[0]), ""]
     out += [
         "## Headline",
         "",
-        "| Benchmark | Target | Measured | Ratio | Meets target | load 1-min before→after |",
-        "|---|---|---|---|---|---|",
+        "| Benchmark | Target | Measured | Ratio | Meets target | load 1-min before→after |"
+        + (" Run |" if several else ""),
+        "|---|---|---|---|---|---|" + ("---|" if several else ""),
     ]
     for r in report["results"]:
         ratio = r.get("ratio_text") or fmt_ratio(r.get("ratio"), 3 if r["id"] in ("P3", "P5-single") else 2)
         label = f" ({r['ratio_label']})" if r.get("ratio_label") else ""
         load = r.get("load_average", {})
         load_text = f"{load['before'][0]}→{load['after'][0]}" if load else ""
+        run_cell = f" {r['run']} |" if several else ""
         out.append(
             f"| **{r['id']}** {r['title']} | {r['target']} | {r['measured']} | {ratio}{label} "
-            f"| {_mark(r.get('meets_target'))} | {load_text} |"
+            f"| {_mark(r.get('meets_target'))} | {load_text} |{run_cell}"
         )
     rows = []
     for owner, x in _vf_eval_runs(report):
@@ -275,7 +310,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             out += ["", "## R5 runs", "", *_r5_table(r["details"])]
         if r["id"] == "R6" and "checkpoints" in r.get("details", {}):
             out += ["", "## R6 readings (the env-server process tree, nothing in flight)", "", *_r6_table(r["details"])]
-    out += ["", "## Details per benchmark", "", "Full data in bench/out/results.json.", ""]
+    data = ", ".join(run["source"] for run in runs) if several else "bench/out/results.json"
+    out += ["", "## Details per benchmark", "", f"Full data in {data}.", ""]
     for r in report["results"]:
         out.append(f"- **{r['id']}**: {_detail(r)}")
     out += ["", "## Method", "", "Each benchmark's own description, from the module that measures it.", ""]
@@ -514,6 +550,14 @@ def _detail(r: dict[str, Any]) -> str:
     return "see the episode runs above."
 
 
+def _shown(path: Path) -> str:
+    """`path` as the page names it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(BENCH.parent))
+    except ValueError:
+        return str(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, same comparisons (see above)")
@@ -523,21 +567,33 @@ def main() -> None:
     parser.add_argument(
         "--render",
         type=Path,
+        nargs="+",
         metavar="RESULTS_JSON",
-        help="only rewrite results.md (and, for a run of every benchmark, bench/RESULTS.md) from a results.json",
+        help="only rewrite the page from saved runs' results.json: one run's to its results.md; runs that together "
+        "hold every benchmark (each once) to bench/RESULTS.md",
     )
     ns = parser.parse_args()
     if ns.render:
-        report = json.loads(ns.render.read_text())
-        if (
-            isinstance(report["machine"].get("git"), dict)
-            and report["machine"]["git"]["commit"] != git_state()["commit"]
-        ):
-            report["machine"]["rendered_at"] = git_state()["commit"]
+        sources = []
+        for path in ns.render:
+            try:
+                sources.append((_shown(path), json.loads(path.read_text())))
+            except (OSError, ValueError) as e:
+                parser.error(f"cannot read {path}: {e}")
+        for _, saved in sources:
+            git = saved["machine"].get("git")
+            if isinstance(git, dict) and git["commit"] != git_state()["commit"]:
+                saved["machine"]["rendered_at"] = git_state()["commit"]
+        report = merge(sources) if len(sources) > 1 else sources[0][1]
         markdown = to_markdown(report)
-        (ns.render.parent / "results.md").write_text(markdown)
-        if {r["id"].split("-")[0] for r in report["results"]} >= set(ALL) - {"P5-single"}:
-            (BENCH / "RESULTS.md").write_text(markdown)  # a run of every benchmark: the checked-in page
+        if len(sources) == 1:
+            (ns.render[0].parent / "results.md").write_text(markdown)
+        if _covers_every_benchmark(report):
+            (BENCH / "RESULTS.md").write_text(markdown)  # every benchmark: the checked-in page
+            log(f"wrote {BENCH / 'RESULTS.md'}")
+        elif len(sources) > 1:
+            missing = sorted(set(ALL) - {"P5-single"} - {r["id"].split("-")[0] for r in report["results"]})
+            parser.error(f"these runs leave out {', '.join(missing)}: bench/RESULTS.md needs every benchmark")
         print(markdown)
         return
     only = tuple(x.strip() for x in ns.only.split(",") if x.strip())
