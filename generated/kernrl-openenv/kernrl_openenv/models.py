@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field, conint, constr
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class KernelAction(BaseModel):
@@ -18,8 +18,11 @@ class KernelAction(BaseModel):
     metadata: dict[str, Any] | MISSING = Field(
         MISSING, description="Additional metadata for the action", title="Metadata"
     )
-    code: constr(min_length=1) = Field(
-        ..., description="The CUDA/Triton kernel code to evaluate", title="Code"
+    code: str = Field(
+        ...,
+        description="The CUDA/Triton kernel code to evaluate",
+        min_length=1,
+        title="Code",
     )
 
 
@@ -52,9 +55,9 @@ class KernelObservation(BaseModel):
         ..., description="PyTorch reference implementation", title="Reference Code"
     )
     gpu_info: str = Field(..., description="GPU device information", title="Gpu Info")
-    turn: conint(ge=0) = Field(0, description="Current turn number", title="Turn")
-    max_turns: conint(ge=1) = Field(
-        10, description="Maximum turns allowed", title="Max Turns"
+    turn: int = Field(0, description="Current turn number", ge=0, title="Turn")
+    max_turns: int = Field(
+        10, description="Maximum turns allowed", ge=1, title="Max Turns"
     )
     feedback: str = Field(
         "", description="Evaluation feedback for the agent", title="Feedback"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field, conint
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class OpenAppAction(BaseModel):
@@ -88,8 +88,8 @@ class OpenAppObservation(BaseModel):
     open_pages_urls: list[str] | MISSING = Field(
         MISSING, description="List of all open page URLs", title="Open Pages Urls"
     )
-    active_page_index: conint(ge=0) = Field(
-        0, description="Index of currently active page", title="Active Page Index"
+    active_page_index: int = Field(
+        0, description="Index of currently active page", ge=0, title="Active Page Index"
     )
     screenshot: str | None = Field(
         None, description="Base64-encoded screenshot", title="Screenshot"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import MISSING, BaseModel, ConfigDict, Field, confloat, conint
+from pydantic import MISSING, BaseModel, ConfigDict, Field
 
 
 class CodeBlockResult(BaseModel):
@@ -21,8 +21,8 @@ class CodeBlockResult(BaseModel):
         description="String representations of new/modified variables",
         title="Locals Snapshot",
     )
-    execution_time: confloat(ge=0.0) = Field(
-        0.0, description="Execution time in seconds", title="Execution Time"
+    execution_time: float = Field(
+        0.0, description="Execution time in seconds", ge=0.0, title="Execution Time"
     )
     success: bool = Field(
         True, description="Whether execution succeeded", title="Success"
@@ -84,17 +84,20 @@ class REPLObservation(BaseModel):
         description="Preview of the context (first N chars) if context is loaded",
         title="Context Preview",
     )
-    context_length: conint(ge=0) = Field(
-        0, description="Total length of context in characters", title="Context Length"
+    context_length: int = Field(
+        0,
+        description="Total length of context in characters",
+        ge=0,
+        title="Context Length",
     )
     available_variables: list[str] | MISSING = Field(
         MISSING,
         description="List of variable names available in the namespace",
         title="Available Variables",
     )
-    iteration: conint(ge=0) = Field(
-        0, description="Current iteration number", title="Iteration"
+    iteration: int = Field(
+        0, description="Current iteration number", ge=0, title="Iteration"
     )
-    max_iterations: conint(ge=1) = Field(
-        30, description="Maximum allowed iterations", title="Max Iterations"
+    max_iterations: int = Field(
+        30, description="Maximum allowed iterations", ge=1, title="Max Iterations"
     )

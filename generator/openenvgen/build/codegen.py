@@ -194,7 +194,8 @@ CODEGEN_OPTIONS: dict[str, Any] = {
     "custom_file_header": HEADER,
     "disable_timestamp": True,
     "use_annotated": False,
-    "field_constraints": False,
+    # Constraints go in Field(ge=0, ...) on a plain `int`: mypy reads `conint(ge=0)` as Any.
+    "field_constraints": True,
     "use_schema_description": True,
     "use_field_description": False,
     "use_double_quotes": True,

@@ -221,3 +221,25 @@ def test_the_scaffolded_typed_examples_type_check_once_uncommented(
         timeout=120,
     )
     assert loaded.stdout.split() == ["all", "True", "['final_reward',", "'observed',", "'short_replies',", "'turns']"]
+
+
+def test_constrained_numbers_are_typed_for_hooks(
+    request: pytest.FixtureRequest, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    """A constrained field (`iteration: int`, `ge=0` in its Field) is its number type to
+    mypy, not `Any`: a hook that treats repl's `iteration` as a string fails `check`."""
+    needs_mypy(request)
+    pkg = tmp_path / "repl-openenv"
+    generated = run("repl", "--out", str(pkg), env=cache)
+    assert generated.returncode == 0, generated.stderr
+    (pkg / "repl_openenv" / "custom.py").write_text(
+        "import verifiers.v1 as vf\n\nfrom .models import REPLObservation\n\n\n"
+        "@vf.metric\ndef shouted(observation: REPLObservation) -> float:\n"
+        "    return float(len(observation.iteration.upper()))\n"
+    )
+    failed = run("check", str(pkg), env=cache)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert failed.stdout.splitlines() == [
+        f'{pkg}: types: repl_openenv/custom.py:8: "int" has no attribute "upper"  [attr-defined]'
+        " (reads field `iteration`)"
+    ]
