@@ -4,15 +4,16 @@ of all of them, bench/RESULTS.md.
     python bench/run.py            # everything, full sizes (`make bench`)
     python bench/run.py --quick    # everything, smaller sizes, same comparisons (`make bench QUICK=1`)
     python bench/run.py --only P1,P3   # a subset: bench/out only, RESULTS.md untouched
-    python bench/run.py --render bench/runs/A.json bench/runs/B.json   # RESULTS.md from saved runs
+    python bench/run.py --render bench/runs/quick.json bench/runs/r5-quick.json bench/runs/r6-full.json
 
 `make bench` runs this with the project venv first on PATH. Everything is loopback-only
 and every step has a time limit. bench/RESULTS.md is written only here: from a run of every
 benchmark, or from saved runs (bench/runs/*.json, each a run's results.json) that together
-hold every benchmark, each benchmark from exactly one of them. Every figure of a benchmark
-comes from one run, side by side; the page lists each run's command, commit (and what the
-tree held beyond it), date and load, and which run each headline row comes from. Nothing
-in it is edited by hand. Its method text is each benchmark module's docstring.
+hold every benchmark, each benchmark from exactly one of them (one that broke in a run may
+come from another). Every figure of a benchmark comes from one run, side by side; the page
+lists each run's command, commit (and what the tree held beyond it), date and load, and
+which run each headline row comes from. Nothing in it is edited by hand. Its method text
+is each benchmark module's docstring.
 
 Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
 (no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
@@ -38,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BENCH, fmt_ratio, git_state, load_average, log, machine
 
+FAILED_TITLE = "(failed to run)"
+"""The title of a benchmark's row when it broke; the page may take it from another run."""
 ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "R5", "P8", "R6", "HOOKS")
 
 
@@ -111,7 +114,7 @@ def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
         return [
             {
                 "id": name,
-                "title": "(failed to run)",
+                "title": FAILED_TITLE,
                 "target": "",
                 "measured": f"{type(e).__name__}: {e}",
                 "ratio": None,
@@ -220,10 +223,13 @@ def _vf_eval_runs(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def merge(sources: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """One report from several saved runs (name, report): every benchmark from exactly one
     run, in the order of ALL; each result names its run (1-based) in `run`."""
+    ran = {r["id"] for _, report in sources for r in report["results"] if not _failed_to_run(r)}
     owner: dict[str, str] = {}
     results: list[dict[str, Any]] = []
     for number, (name, report) in enumerate(sources, 1):
         for r in report["results"]:
+            if _failed_to_run(r) and r["id"] in ran:
+                continue  # another run has it: a benchmark that broke is run again on its own
             if r["id"] in owner:
                 raise SystemExit(f"bench/run.py: {r['id']} is in both {owner[r['id']]} and {name}; give it once")
             owner[r["id"]] = name
@@ -235,6 +241,10 @@ def merge(sources: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "runs": [{**report["machine"], "source": name} for name, report in sources],
         "results": results,
     }
+
+
+def _failed_to_run(result: dict[str, Any]) -> bool:
+    return bool(result.get("title") == FAILED_TITLE)
 
 
 def _covers_every_benchmark(report: dict[str, Any]) -> bool:

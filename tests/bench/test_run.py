@@ -75,6 +75,18 @@ def test_runs_merge_in_benchmark_order_each_row_naming_its_run() -> None:
     assert "Full data in bench/runs/quick.json, bench/runs/r6.json." in page
 
 
+def test_a_benchmark_that_broke_may_come_from_another_run() -> None:
+    broken = {**_result("R5"), "title": bench_run.FAILED_TITLE, "meets_target": False}
+    quick = {"machine": _machine("a" * 40, "d"), "results": [_result("P1"), broken]}
+    again = _run(["R5"], "b" * 40, "d")
+    report = bench_run.merge([("quick.json", quick), ("r5.json", again)])
+    rows = [(r["id"], r["run"], r["title"]) for r in report["results"]]
+    assert rows == [("P1", 1, "P1 title"), ("R5", 2, "R5 title")]
+    # Broken in the only run that has it: the page shows it broken.
+    alone = bench_run.merge([("quick.json", quick), ("other.json", _run(["P2"], "b" * 40, "d"))])
+    assert ("R5", bench_run.FAILED_TITLE) in [(r["id"], r["title"]) for r in alone["results"]]
+
+
 def test_one_run_renders_as_before() -> None:
     page = bench_run.to_markdown(_run(["P1", "P3"], "c" * 40, "2026-12-02 17:42 UTC"))
     assert "from one run" in page and "Run |" not in page and "### Run" not in page
