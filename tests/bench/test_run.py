@@ -63,7 +63,7 @@ def test_runs_merge_in_benchmark_order_each_row_naming_its_run() -> None:
     page = bench_run.to_markdown(report)
 
     assert [r["id"] for r in report["results"]] == [b for b in bench_run.ALL if b != "P5-single"]
-    assert bench_run._covers_every_benchmark(report)
+    assert bench_run._missing_benchmarks(report) == []
     assert "from 2 saved runs" in page
     assert "### Run 1: bench/runs/quick.json" in page and "### Run 2: bench/runs/r6.json" in page
     assert f"commit `{'a' * 40}`" in page and f"commit `{'b' * 40}`" in page
