@@ -123,13 +123,13 @@ async def next_turn(
     (the package's renderer, if it set one: given `models`' instance, or the visible
     fields), the reward and, unless actions are tools, the action schema; with media,
     verifiers content parts."""
-    rendered = await view.render(observation)
-    if extension.renderer is None:
-        text = rendered.text
-    elif extension.typed_renderer:
-        text = extension.render(models.instance(kind, observation, reward, False))
+    if extension.typed_renderer:
+        instance, media_free = models.for_renderer(kind, observation, reward)
+        rendered = await view.render(observation, media_free=media_free)
+        text = extension.render(instance)
     else:
-        text = extension.render(rendered.fields)
+        rendered = await view.render(observation)
+        text = rendered.text if extension.renderer is None else extension.render(rendered.fields)
     return rendered.content(turn(text, space, reward, schema=not tools))
 
 

@@ -38,7 +38,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -139,16 +139,25 @@ class ObservationView:
             out = _without(out, path)
         return out
 
-    async def render(self, observation: dict[str, Any]) -> RenderedObservation:
-        """The text and attachments the model reads for `observation`."""
+    async def render(
+        self, observation: dict[str, Any], *, media_free: Container[str] | None = None
+    ) -> RenderedObservation:
+        """The text and attachments the model reads for `observation`. `media_free`: the
+        top-level fields known to hold no media (`typed_observations.media_free_fields`), for
+        a caller that brings its own text: the others alone are searched, no JSON made."""
         visible = self.visible(observation)
-        text = _dumps(visible)
-        # Every step goes through here: a media key ends in `...64"` or `...path"` in the
-        # JSON, so text without those needs no walk (case aside, the walk decides).
-        if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (
-            found := list(_media_fields(visible))
-        ):
-            return RenderedObservation(visible, rendered_text=text)
+        if media_free is not None:
+            rest = {k: v for k, v in visible.items() if k not in media_free}
+            if not rest or not (found := list(_media_fields(rest))):
+                return RenderedObservation(visible)
+        else:
+            text = _dumps(visible)
+            # Every step goes through here: a media key ends in `...64"` or `...path"` in the
+            # JSON, so text without those needs no walk (case aside, the walk decides).
+            if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (
+                found := list(_media_fields(visible))
+            ):
+                return RenderedObservation(visible, rendered_text=text)
         media: list[Media] = []
         notes: dict[tuple[str | int, ...], str] = {}
         async with contextlib.AsyncExitStack() as stack:
@@ -284,6 +293,11 @@ def _dumps(observation: dict[str, Any]) -> str:
 
 def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
+
+
+def is_media_name(key: str) -> bool:
+    """Whether a field of this name is searched for media (`...base64`, `...asset_path`, any case)."""
+    return _media_source(key) is not None
 
 
 def _media_source(key: str) -> str | None:

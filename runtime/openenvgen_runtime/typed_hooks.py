@@ -37,7 +37,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openenvgen_runtime.typed_observations import observation_values, typed_observation
+from openenvgen_runtime.typed_observations import (
+    checked_observation,
+    media_free_fields,
+    observation_values,
+    typed_observation,
+)
 
 OBSERVATION = "observation"
 OBSERVATIONS = "observations"
@@ -74,6 +79,16 @@ class ObservationModels:
         values = observation_values(observation, reward, done)
         model = self.model(kind)
         return values if model is None else typed_observation(model, values, owner=self.owner)
+
+    def for_renderer(self, kind: str, observation: dict[str, Any], reward: Any) -> tuple[Any, frozenset[str] | None]:
+        """`instance` of a turn's observation, and the fields of it that hold no media when it
+        validated (None: search them all)."""
+        values = observation_values(observation, reward, False)
+        model = self.model(kind)
+        if model is None:
+            return values, None
+        instance, valid = checked_observation(model, values, owner=self.owner)
+        return instance, media_free_fields(model) if valid else None
 
     def typed(self, recorded: dict[str, Any]) -> Any:
         """One recorded observation (see `entry`) as its model, or its values without one."""
