@@ -253,3 +253,19 @@ def test_final_info_leaves_out_exactly_the_base64_payloads(observation: dict[str
     }
     assert final_info(observation) == _replace(observation, notes)
     assert final_info(observation) is not observation
+
+
+_TEXT = st.text(alphabet='ab"\\\n\x00é€😀', max_size=6)  # no key can end in `base64` or `asset_path`
+_TEXT_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(_TEXT, _TEXT_JSON, max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_the_text_is_json_dumps_of_the_visible_fields(observation: dict[str, Any]) -> None:
+    """The encoder built once writes what `json.dumps(..., ensure_ascii=False)` writes (NaN included)."""
+    visible = ObservationView().visible(observation)
+    assert render(ObservationView(), observation).text == json.dumps(visible, ensure_ascii=False)
