@@ -4,7 +4,7 @@ of all of them, bench/RESULTS.md.
     python bench/run.py            # everything, full sizes (`make bench`)
     python bench/run.py --quick    # everything, smaller sizes, same comparisons (`make bench QUICK=1`)
     python bench/run.py --only P1,P3   # a subset: bench/out only, RESULTS.md untouched
-    python bench/run.py --render bench/runs/quick.json bench/runs/r5-quick.json bench/runs/r6-full.json
+    python bench/run.py --render bench/runs/quick.json bench/runs/r6-full.json
 
 `make bench` runs this with the project venv first on PATH. Everything is loopback-only
 and every step has a time limit. bench/RESULTS.md is written only here: from a run of every
