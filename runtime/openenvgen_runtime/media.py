@@ -1,5 +1,6 @@
-"""Media in observations: an attachment (`Media`), its type from the bytes' magic numbers
-(`media_type`), and the one error a field meant as media can cause (`MediaError`).
+"""Media in observations: which fields carry it (`media_source`, by name), an attachment
+(`Media`), its type from the bytes' magic numbers (`media_type`), and the one error a
+field meant as media can cause (`MediaError`).
 `observations` finds such fields and turns them into the content parts the model reads."""
 
 from __future__ import annotations
@@ -11,6 +12,19 @@ from typing import Any
 AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 """OpenAI's `input_audio` format name of each audio type."""
 KNOWN_MEDIA = "png, jpeg, webp, gif, wav, mp3"
+BASE64_SUFFIX = "base64"
+ASSET_SUFFIX = "asset_path"
+
+
+def media_source(key: str) -> str | None:
+    """How a field of this name carries media: `BASE64_SUFFIX` (`...base64`), `ASSET_SUFFIX`
+    (`...asset_path`), any case; None for any other name."""
+    lowered = key.lower()
+    if lowered.endswith(BASE64_SUFFIX):
+        return BASE64_SUFFIX
+    if lowered.endswith(ASSET_SUFFIX):
+        return ASSET_SUFFIX
+    return None
 
 
 class MediaError(ValueError):

@@ -48,7 +48,16 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 from verifiers.v1.types import ContentPart, ImageUrlContentPart, ImageUrlSource, TextContentPart
 
-from openenvgen_runtime.media import KNOWN_MEDIA, Media, MediaError, media_type, size_text
+from openenvgen_runtime.media import (
+    ASSET_SUFFIX,
+    BASE64_SUFFIX,
+    KNOWN_MEDIA,
+    Media,
+    MediaError,
+    media_source,
+    media_type,
+    size_text,
+)
 
 ALWAYS_HIDDEN = ("metadata",)
 """Fields the model never reads: `metadata` may carry the answer."""
@@ -56,8 +65,6 @@ NOT_IN_TEXT = ("done", "reward", "system_prompt")
 """Fields reported elsewhere: done/reward beside the observation, `system_prompt` as the
 system message."""
 DEFAULT_MAX_MEDIA_BYTES = 10 * 1024 * 1024
-BASE64_SUFFIX = "base64"
-ASSET_SUFFIX = "asset_path"
 _DATA_URL = re.compile(r"^data:[\w.+/-]*(;[\w=.+-]+)*;base64,", re.IGNORECASE)
 
 
@@ -303,26 +310,12 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
 
 
-def is_media_name(key: str) -> bool:
-    """Whether a field of this name is searched for media (`...base64`, `...asset_path`, any case)."""
-    return _media_source(key) is not None
-
-
-def _media_source(key: str) -> str | None:
-    lowered = key.lower()
-    if lowered.endswith(BASE64_SUFFIX):
-        return BASE64_SUFFIX
-    if lowered.endswith(ASSET_SUFFIX):
-        return ASSET_SUFFIX
-    return None
-
-
 def _media_fields(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
     """(path, value, source) of every media string: a field named `...base64` or
     `...asset_path` holding a non-empty string, or a list of them."""
     if isinstance(node, dict):
         for key, value in node.items():
-            source = _media_source(str(key))
+            source = media_source(str(key))
             if source is not None and isinstance(value, str) and value:
                 yield (*path, key), value, source
             elif source is not None and isinstance(value, list) and all(isinstance(v, str) for v in value):

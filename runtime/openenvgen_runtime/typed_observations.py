@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import MISSING, BaseModel, TypeAdapter, ValidationError
 
-from openenvgen_runtime.observations import is_media_name
+from openenvgen_runtime.media import media_source
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def media_free_fields(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(
         info.alias or name
         for name, info in model.model_fields.items()
-        if not is_media_name(info.alias or name) and _closed(info.annotation, frozenset({model}))
+        if media_source(info.alias or name) is None and _closed(info.annotation, frozenset({model}))
     )
 
 
@@ -83,7 +83,7 @@ def _closed(annotation: Any, seen: frozenset[type]) -> bool:
             if annotation in seen:  # recursive: its other fields decide
                 return True
             return annotation.model_config.get("extra") == "forbid" and all(
-                not is_media_name(info.alias or name) and _closed(info.annotation, seen | {annotation})
+                media_source(info.alias or name) is None and _closed(info.annotation, seen | {annotation})
                 for name, info in annotation.model_fields.items()
             )
         return False
