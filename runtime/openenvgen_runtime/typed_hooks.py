@@ -37,12 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openenvgen_runtime.typed_observations import (
-    checked_observation,
-    media_free_fields,
-    observation_values,
-    typed_observation,
-)
+from openenvgen_runtime.typed_observations import checked_observation, media_free_fields, observation_values
 
 OBSERVATION = "observation"
 OBSERVATIONS = "observations"
@@ -76,19 +71,24 @@ class ObservationModels:
     def instance(self, kind: str, observation: dict[str, Any], reward: Any, done: bool) -> Any:
         """An observation (the server's JSON, its reward and done) as the model of its `kind`,
         or its values when there is no model."""
-        values = observation_values(observation, reward, done)
-        model = self.model(kind)
-        return values if model is None else typed_observation(model, values, owner=self.owner)
+        return self._checked(kind, observation, reward, done)[0]
 
     def for_renderer(self, kind: str, observation: dict[str, Any], reward: Any) -> tuple[Any, frozenset[str] | None]:
         """`instance` of a turn's observation, and the fields of it that hold no media when it
         validated (None: search them all)."""
-        values = observation_values(observation, reward, False)
+        instance, validated_by = self._checked(kind, observation, reward, False)
+        return instance, None if validated_by is None else media_free_fields(validated_by)
+
+    def _checked(
+        self, kind: str, observation: dict[str, Any], reward: Any, done: bool
+    ) -> tuple[Any, type[BaseModel] | None]:
+        """`instance`, and the model it validated against (None: no model, or it did not validate)."""
+        values = observation_values(observation, reward, done)
         model = self.model(kind)
         if model is None:
             return values, None
         instance, valid = checked_observation(model, values, owner=self.owner)
-        return instance, media_free_fields(model) if valid else None
+        return instance, model if valid else None
 
     def typed(self, recorded: dict[str, Any]) -> Any:
         """One recorded observation (see `entry`) as its model, or its values without one."""

@@ -25,6 +25,7 @@ import typing
 from typing import Any, TypeVar
 
 from pydantic import MISSING, BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from openenvgen_runtime.media import media_source
 
@@ -41,14 +42,10 @@ def observation_values(observation: dict[str, Any], reward: Any, done: bool) -> 
     return {**observation, "reward": reward, "done": done}
 
 
-def typed_observation(model: type[ModelT], values: dict[str, Any], *, owner: str) -> ModelT:
-    """`values` as an instance of `model`; one that does not validate is reported once (per
-    `owner` and model) and kept with the server's values (see the module docstring)."""
-    return checked_observation(model, values, owner=owner)[0]
-
-
 def checked_observation(model: type[ModelT], values: dict[str, Any], *, owner: str) -> tuple[ModelT, bool]:
-    """`typed_observation`, and whether `values` validated (True) or were kept as sent."""
+    """`values` as an instance of `model`, and whether they validated. Values that do not are
+    reported once (per `owner` and model) and kept as the server sent them (see the module
+    docstring)."""
     try:
         # The validator itself, as `model_validate` calls it, without its wrapper: every step of a typed renderer.
         return model.__pydantic_validator__.validate_python(values), True
@@ -62,11 +59,13 @@ def media_free_fields(model: type[BaseModel]) -> frozenset[str]:
     """The top-level keys (the server's names) whose values, once `model` validated them,
     hold no media: not named like a media field, and of a type with no open object inside
     (a mapping, `Any`, or a nested model that takes keys it does not name)."""
-    return frozenset(
-        info.alias or name
-        for name, info in model.model_fields.items()
-        if media_source(info.alias or name) is None and _closed(info.annotation, frozenset({model}))
-    )
+    seen = frozenset({model})
+    return frozenset(info.alias or name for name, info in model.model_fields.items() if _closed_field(name, info, seen))
+
+
+def _closed_field(name: str, info: FieldInfo, seen: frozenset[type]) -> bool:
+    """Whether a field holds no media: not named like media (by the server's name), and `_closed`."""
+    return media_source(info.alias or name) is None and _closed(info.annotation, seen)
 
 
 _SCALARS = (str, int, float, bool, bytes, type(None))
@@ -83,8 +82,7 @@ def _closed(annotation: Any, seen: frozenset[type]) -> bool:
             if annotation in seen:  # recursive: its other fields decide
                 return True
             return annotation.model_config.get("extra") == "forbid" and all(
-                media_source(info.alias or name) is None and _closed(info.annotation, seen | {annotation})
-                for name, info in annotation.model_fields.items()
+                _closed_field(name, info, seen | {annotation}) for name, info in annotation.model_fields.items()
             )
         return False
     origin = typing.get_origin(annotation)

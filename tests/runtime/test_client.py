@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from openenvgen_runtime import InvalidAction
-from openenvgen_runtime.typed_observations import typed_observation
+from openenvgen_runtime.typed_observations import checked_observation
 from openenvgen_testsupport.adapters import load_env, marked_processes, uv_taskset, wait_for
 
 
@@ -92,8 +92,9 @@ class _Board(BaseModel):
 def test_an_observation_that_does_not_validate_is_kept_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="openenvgen_runtime")
     bad = {"board": [[0, "x"]], "legal": [1, 2], "done": True, "added_by_the_env": 7}
-    first = typed_observation(_Board, bad, owner="board_pkg")
-    second = typed_observation(_Board, bad, owner="board_pkg")
+    first, first_valid = checked_observation(_Board, bad, owner="board_pkg")
+    second, _ = checked_observation(_Board, bad, owner="board_pkg")
+    assert first_valid is False
     assert isinstance(first, _Board)
     assert first.board == [[0, "x"]] and first.legal == [1, 2] and first.done is True
     assert first.added_by_the_env == 7  # type: ignore[attr-defined]
