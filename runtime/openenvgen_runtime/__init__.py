@@ -3,11 +3,11 @@
 Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
 `openenvgen`), verifiers and OpenEnv.
 
-Layers (each module imports only modules of layers left of its own): media < mcp_models, mcp_tools,
-typed_observations, unions < actions, errors, health, observations, openenv_private, provider,
-ranges, scoring, seat, typed_hooks < config, docker_cli, drift, extensions, process_hooks, prompts,
-servers, uv_provider < docker_provider, fleet, reaper, swarm_provider < launch < watch < pool <
-episode, tasks < client, taskset < play
+Layers (each module imports only modules of layers left of its own): json_text, media,
+reply_deadline < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,
+observations, openenv_private, provider, ranges, scoring, seat, typed_hooks < config, docker_cli,
+drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper,
+swarm_provider < launch < watch < pool < episode, tasks < client, taskset < play
 
 Nothing of OpenEnv is imported up front: `openenv_private.openenv_module` imports it (without
 its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,

@@ -35,8 +35,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import json
-import json.encoder
 import math
 import re
 from collections.abc import Container, Iterable, Iterator
@@ -48,6 +46,7 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 from verifiers.v1.types import ContentPart, ImageUrlContentPart, ImageUrlSource, TextContentPart
 
+from openenvgen_runtime.json_text import dumps_unicode
 from openenvgen_runtime.media import (
     ASSET_SUFFIX,
     BASE64_SUFFIX,
@@ -80,7 +79,7 @@ class RenderedObservation:
 
     @property
     def text(self) -> str:
-        return self.rendered_text if self.rendered_text is not None else _dumps(self.fields)
+        return self.rendered_text if self.rendered_text is not None else dumps_unicode(self.fields)
 
     def content(self, text: str | None = None) -> str | list[ContentPart]:
         """`text` (default: the observation's own text) as a user turn's content: the
@@ -159,7 +158,7 @@ class ObservationView:
             if not rest or not (found := list(_media_fields(rest))):
                 return RenderedObservation(visible)
         else:
-            text = _dumps(visible)
+            text = dumps_unicode(visible)
             # Every step goes through here: a media key ends in `...64"` or `...path"` in the
             # JSON, so text without those needs no walk (case aside, the walk decides).
             if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (
@@ -288,22 +287,6 @@ def numeric_metrics(observation: dict[str, Any]) -> dict[str, float]:
 
 
 # --- helpers ------------------------------------------------------------------------
-
-
-# `json.dumps(observation, ensure_ascii=False)`, the same text, by the stdlib's C encoder built
-# once: `JSONEncoder.encode` builds one (and a closure) per call, over half the cost of a
-# step's small observation. An observation is parsed JSON: it has no cycles to check for.
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-_MAKE_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # CPython's; typeshed leaves it out
-_C_ENCODE = (
-    None
-    if _MAKE_C_ENCODER is None
-    else _MAKE_C_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-)
-
-
-def _dumps(observation: dict[str, Any]) -> str:
-    return _ENCODER.encode(observation) if _C_ENCODE is None else "".join(_C_ENCODE(observation, 0))
 
 
 def _dotted(path: tuple[str | int, ...]) -> str:

@@ -22,8 +22,12 @@ import importlib
 import json
 import sys
 import threading
+import weakref
 from types import ModuleType
 from typing import Any
+
+from openenvgen_runtime import json_text
+from openenvgen_runtime.reply_deadline import ReplyDeadline
 
 WEB_UI_MODULE = "openenv.core.env_server.web_interface"
 """Private module: OpenEnv's Gradio web UI, which `openenv.core.env_server` imports only if
@@ -31,6 +35,8 @@ it can; marking it missing is the one way to import OpenEnv's client without Gra
 UV_PROVIDER_MODULE = "openenv.core.containers.runtime.uv_provider"
 """Not re-exported by OpenEnv (only `UVProvider` is): home of the UV helpers below."""
 _lock = threading.Lock()
+_deadlines: weakref.WeakKeyDictionary[Any, ReplyDeadline] = weakref.WeakKeyDictionary()
+"""Each WebSocket connection's reply timeout: it lives as long as the connection."""
 
 
 def openenv_module(name: str) -> ModuleType:
@@ -86,9 +92,11 @@ async def step(client: Any, action: dict[str, Any]) -> Any:
     ws = getattr(client, "_ws", None)
     if ws is None or client._execution_mode != "async" or client._ws_loop is not asyncio.get_running_loop():
         return await client.step(action)
-    await ws.send(json.dumps({"type": "step", "data": client._step_payload(action)}))
-    async with asyncio.timeout(client._message_timeout):
-        raw = await ws.recv()
+    deadline = _deadlines.get(ws)
+    if deadline is None:
+        deadline = _deadlines[ws] = ReplyDeadline()
+    await ws.send(json_text.dumps({"type": "step", "data": client._step_payload(action)}))
+    raw = await deadline.wait(ws.recv(), client._message_timeout)
     response = json.loads(raw)
     if response.get("type") == "error":
         error = response.get("data", {})

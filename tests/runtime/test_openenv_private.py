@@ -151,3 +151,70 @@ def test_step_is_the_clients_step(wordle_server: str) -> None:
             await theirs.close()
 
     asyncio.run(play())
+
+
+def _nap_app() -> Any:
+    """A real OpenEnv server whose step takes as long as the action asks."""
+    import time
+
+    from openenv.core.env_server import create_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Action, Observation, State
+
+    class NapAction(Action):
+        seconds: float
+
+    class NapObservation(Observation):
+        slept: float = 0.0
+
+    class NapEnvironment(Environment[NapAction, NapObservation, State]):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State()
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> NapObservation:
+            return NapObservation()
+
+        def step(self, action: NapAction, timeout_s: float | None = None, **kwargs: Any) -> NapObservation:
+            time.sleep(action.seconds)
+            return NapObservation(slept=action.seconds)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    return create_app(NapEnvironment, NapAction, NapObservation, env_name="nap", max_concurrent_envs=4)
+
+
+def test_step_times_out_as_the_clients_step_does() -> None:
+    """`step` keeps the client's `message_timeout_s` on every reply (`reply_deadline`): a
+    reply in time is the client's result, and a late one is a TimeoutError, as with
+    `client.step`; a reply after an earlier reply's deadline, in time itself, is no timeout."""
+    import asyncio
+
+    from openenvgen_testsupport.servers import serve_app
+
+    client_class = openenv_private.openenv_module("openenv.core").GenericEnvClient
+
+    async def play(url: str) -> None:
+        ours = client_class(base_url=url, message_timeout_s=1.0)
+        theirs = client_class(base_url=url, message_timeout_s=1.0)
+        try:
+            for client in (ours, theirs):
+                await client.reset()
+            naps = (0.0, 0.6, 0.6)  # the last reply comes after the first one's deadline
+            a = [await _outcome(openenv_private.step(ours, {"seconds": seconds})) for seconds in naps]
+            b = [await _outcome(theirs.step({"seconds": seconds})) for seconds in naps]
+            assert a == b == [({"slept": seconds, "metadata": {}}, None, False) for seconds in naps]
+            assert ours._ws in openenv_private._deadlines  # the runtime's own way, not `client.step`
+            late = {"seconds": 2.0}
+            a, b = await _outcome(openenv_private.step(ours, late)), await _outcome(theirs.step(late))
+            assert (a[0], b[0]) == ("TimeoutError", "TimeoutError"), (a, b)
+        finally:
+            await ours.close()
+            await theirs.close()
+
+    with serve_app(_nap_app(), ready_path="/health") as url:
+        asyncio.run(play(str(url)))
