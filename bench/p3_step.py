@@ -8,9 +8,11 @@ ends the game. Every step is timed on its own.
 - raw: `await client.step({"message": "[slate]"})`, a dict action, nothing else.
 - runtime: what `openenvgen_runtime.episode.play` does per step besides asking the
   model: `ActionSpace.parse` of the reply text `"[slate]"` (decode, one-required-field
-  fallback, validation by the generated typed model, dump), `episode._step` (the
-  runtime's step on the same OpenEnv client as raw's: `openenv_private.step`, the
-  client's own step minus the task `asyncio.wait_for` starts for every reply), summing
+  fallback; the generated model takes any string as `message`, so the bare reply is the
+  action with no validation to run, `passthrough`), `episode._step` (the runtime's step on
+  the same OpenEnv client as raw's: `openenv_private.step`, the client's own step minus
+  the task `asyncio.wait_for` starts and the timer it arms for every reply: one timer per
+  connection keeps the same timeout, `reply_deadline`), summing
   the reward, and rendering the next user turn (`episode.next_turn`: the observation
   through the observation view, hidden fields out, media scanned for, plus the live action
   schema, as JSON).
@@ -173,7 +175,7 @@ def _cpu_breakdown(space: Any, turn: Any, observation: dict[str, Any], n: int = 
     # the schema's JSON is built once per action space (`prompt_schema_json`).
     parts = {
         "parse_total": lambda: space.parse(REPLY),
-        "parse.validate_and_dump": lambda: space.action_model.model_validate(ACTION).model_dump(
+        "validate_and_dump (skipped by parse)": lambda: space.action_model.model_validate(ACTION).model_dump(
             mode="json", exclude_unset=True
         ),
         "turn_total": lambda: drive(turn(observation, space, 0.0)),

@@ -3,7 +3,7 @@
 Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
 `openenvgen`), verifiers and OpenEnv.
 
-Layers (each module imports only modules of layers left of its own): json_text, media,
+Layers (each module imports only modules of layers left of its own): json_text, media, passthrough,
 reply_deadline < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,
 observations, openenv_private, provider, ranges, scoring, seat, typed_hooks < config, docker_cli,
 drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper,

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
 
+from openenvgen_runtime.passthrough import takes_any_string
 from openenvgen_runtime.unions import UnionAction, UnionMember, union_of
 from openenvgen_schemas.normalise import union_branches
 from openenvgen_schemas.wire import NonStandardJSON, strict_json
@@ -87,6 +88,13 @@ class ActionSpace:
         if len(required) == 1 and (props.get(required[0]) or {}).get("type") == "string":
             return required[0]
         return None
+
+    @functools.cached_property
+    def _bare_reply_is_action(self) -> bool:
+        """Whether a bare reply, as that field's value, is the action validated and dumped
+        (the model takes any string there as it is), so validation is skipped."""
+        field = self._raw_string_field
+        return field is not None and self.union is None and takes_any_string(self.action_model, field)
 
     @functools.cached_property
     def prompt_schema_json(self) -> str:
@@ -181,7 +189,12 @@ class ActionSpace:
             text = _unfence(reply.strip())
             # One required string field (Wordle's message): only an object or a JSON string
             # is worth parsing; anything else is the field's value as it stands.
-            value: Any = _decode(reply) if text[:1] in ("{", '"') else {self._raw_string_field: text}
+            if text[:1] in ("{", '"'):
+                value: Any = _decode(reply)
+            elif self._bare_reply_is_action:
+                return {self._raw_string_field: text}
+            else:
+                value = {self._raw_string_field: text}
         else:
             value = _decode(reply)
         if self.is_mcp:
@@ -339,7 +352,7 @@ def _check_size(text: str, what: str) -> None:
     """Refuse a reply too long to be an action, and text that is not valid Unicode."""
     if len(text) > MAX_REPLY_CHARS:
         raise InvalidAction(f"{what} is {len(text):,} characters; an action is at most {MAX_REPLY_CHARS:,}")
-    lone = _LONE_SURROGATE.search(text)
+    lone = None if text.isascii() else _LONE_SURROGATE.search(text)
     if lone is not None:
         raise InvalidAction(f"{what} holds a lone surrogate (U+{ord(lone.group()):04X}), which is not valid Unicode")
 
