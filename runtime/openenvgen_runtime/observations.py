@@ -67,7 +67,7 @@ DEFAULT_MAX_MEDIA_BYTES = 10 * 1024 * 1024
 _DATA_URL = re.compile(r"^data:[\w.+/-]*(;[\w=.+-]+)*;base64,", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, every step
 class RenderedObservation:
     """An observation as the model reads it: its visible fields (media replaced by notes),
     their compact JSON `text`, and the attachments."""
@@ -141,7 +141,10 @@ class ObservationView:
 
     def visible(self, observation: dict[str, Any]) -> dict[str, Any]:
         """The observation without the fields the model must not read (media still in)."""
-        out = {k: v for k, v in observation.items() if k not in self._dropped}
+        out = observation.copy()  # then deleting a few keys: half the time of filtering every key
+        for key in self._dropped:
+            if key in out:
+                del out[key]
         for path in self._hidden:
             out = _without(out, path)
         return out

@@ -50,14 +50,12 @@ def turn(observation_text: str, space: ActionSpace, reward: float | None = None,
     """One observation as the model reads it (its text rendered by `observations` or the
     package's renderer); `schema=False` when the action is offered as tools (their
     parameters already carry it)."""
-    # Built by concatenation, not a list joined: this runs every step.
-    text = f"Observation:\n{observation_text}"
-    if reward is not None:
-        text = f"{text}\n\nReward for your last action: {reward:g}"
-    if schema:
-        label = "Tools" if space.is_mcp else "Action schema"
-        text = f"{text}\n\n{label}:\n{space.prompt_schema_json}"
-    return text
+    # One f-string, not a list joined nor the text grown part by part: this runs every step.
+    reward_text = "" if reward is None else f"\n\nReward for your last action: {reward:g}"
+    if not schema:
+        return f"Observation:\n{observation_text}{reward_text}"
+    label = "Tools" if space.is_mcp else "Action schema"
+    return f"Observation:\n{observation_text}{reward_text}\n\n{label}:\n{space.prompt_schema_json}"
 
 
 def invalid(reason: str, remaining: int) -> str:
