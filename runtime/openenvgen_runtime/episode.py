@@ -125,6 +125,8 @@ async def next_turn(
     verifiers content parts."""
     if extension.typed_renderer:
         instance, media_free = models.for_renderer(kind, observation, reward)
+        if media_free is not None and view.vouched_for(observation, media_free):
+            return turn(extension.render(instance), space, reward, schema=not tools)  # nothing to attach
         rendered = await view.render(observation, media_free=media_free)
         text = extension.render(instance)
     else:

@@ -132,6 +132,7 @@ class ObservationView:
     """The env server's base URL, for fields whose name ends in `asset_path`."""
     timeout: float = 30.0
     _hidden: tuple[tuple[str, ...], ...] = field(init=False, repr=False)
+    _vouched: dict[frozenset[str], frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         paths = [tuple(p.split(".")) for p in (*ALWAYS_HIDDEN, *self.hidden_fields) if p]
@@ -148,6 +149,14 @@ class ObservationView:
         for path in self._hidden:
             out = _without(out, path)
         return out
+
+    def vouched_for(self, observation: dict[str, Any], media_free: frozenset[str]) -> bool:
+        """Whether every field of `observation` the model may read is in `media_free`
+        (`typed_observations.media_free_fields`): then it has nothing to attach."""
+        covered = self._vouched.get(media_free)
+        if covered is None:
+            covered = self._vouched[media_free] = media_free | self._dropped
+        return observation.keys() <= covered
 
     async def render(
         self, observation: dict[str, Any], *, media_free: Container[str] | None = None

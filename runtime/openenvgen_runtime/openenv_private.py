@@ -82,10 +82,11 @@ def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, pr
 async def step(client: Any, action: dict[str, Any]) -> Any:
     """`await client.step(action)` for an async `GenericEnvClient` already connected on this
     event loop, as OpenEnv's `EnvClient._step_async` does it (the same message, reply, error
-    and result), but awaiting the reply under `asyncio.timeout` instead of `asyncio.wait_for`,
-    which runs the receive as a task of its own: that task and the loop iterations it takes
-    cost more per step than everything the runtime does besides. Any other client (not
-    connected yet, on another loop, used synchronously) goes through `client.step`.
+    and result, the same timeout), but awaiting the reply under the connection's
+    `ReplyDeadline` instead of `asyncio.wait_for`, which runs the receive as a task of its
+    own and arms a timer for it: that task, the timer and the loop iterations they take cost
+    more per step than everything the runtime does besides. Any other client (not connected
+    yet, on another loop, used synchronously) goes through `client.step`.
 
     Private: `EnvClient._ws`, `_ws_loop`, `_execution_mode`, `_message_timeout`,
     `_step_payload` and `_parse_result`."""

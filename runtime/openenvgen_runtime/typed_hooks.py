@@ -29,6 +29,7 @@ validate against its model is reported once and kept with the server's values
 from __future__ import annotations
 
 import collections.abc
+import functools
 import sys
 import types
 import typing
@@ -37,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openenvgen_runtime.typed_observations import checked_observation, media_free_fields, observation_values
+from openenvgen_runtime.typed_observations import checked_observation, media_free_fields
 
 OBSERVATION = "observation"
 OBSERVATIONS = "observations"
@@ -77,18 +78,23 @@ class ObservationModels:
         """`instance` of a turn's observation, and the fields of it that hold no media when it
         validated (None: search them all)."""
         instance, validated_by = self._checked(kind, observation, reward, False)
-        return instance, None if validated_by is None else media_free_fields(validated_by)
+        return instance, None if validated_by is None else self._media_free[validated_by]
 
     def _checked(
         self, kind: str, observation: dict[str, Any], reward: Any, done: bool
     ) -> tuple[Any, type[BaseModel] | None]:
         """`instance`, and the model it validated against (None: no model, or it did not validate)."""
-        values = observation_values(observation, reward, done)
         model = self.model(kind)
+        values = {**observation, "reward": reward, "done": done}  # the server sends these two beside it
         if model is None:
             return values, None
         instance, valid = checked_observation(model, values, owner=self.owner)
         return instance, model if valid else None
+
+    @functools.cached_property
+    def _media_free(self) -> dict[type[BaseModel], frozenset[str]]:
+        """`media_free_fields` of each model."""
+        return {model: media_free_fields(model) for model in (self.step, self.reset) if model is not None}
 
     def typed(self, recorded: dict[str, Any]) -> Any:
         """One recorded observation (see `entry`) as its model, or its values without one."""

@@ -37,11 +37,6 @@ _reported: set[tuple[str, str]] = set()
 """(owner, model) pairs already reported in this process."""
 
 
-def observation_values(observation: dict[str, Any], reward: Any, done: bool) -> dict[str, Any]:
-    """The fields of an observation model: the server's observation plus its reward and done."""
-    return {**observation, "reward": reward, "done": done}
-
-
 def checked_observation(model: type[ModelT], values: dict[str, Any], *, owner: str) -> tuple[ModelT, bool]:
     """`values` as an instance of `model`, and whether they validated. Values that do not are
     reported once (per `owner` and model) and kept as the server sent them (see the module

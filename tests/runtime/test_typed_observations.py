@@ -115,4 +115,40 @@ def test_a_typed_renderers_turn_attaches_what_the_default_rendering_attaches(
     """Whether or not the observation validates: a field that does not is searched like any other."""
     view = ObservationView(hidden_fields=hidden)
     _, media_free = ObservationModels(step=Board, owner="test").for_renderer("step", observation, None)
-    assert _media(view, observation, media_free) == _media(view, observation, None)
+    default = _media(view, observation, None)
+    assert _media(view, observation, media_free) == default
+    if media_free is not None and view.vouched_for(observation, media_free):  # the turn skips the search
+        assert not isinstance(default, str) and default[0] == []
+
+
+class Wordlike(BaseModel):  # the shape of a text game's generated observation model
+    model_config = ConfigDict(extra="forbid")
+    done: bool = False
+    reward: float | None = None
+    metadata: dict[str, Any] | MISSING = MISSING
+    prompt: str
+    feedback: str = ""
+
+
+def test_a_typed_renderers_turn_of_vouched_fields_skips_the_rendering() -> None:
+    """Every field the model may read is vouched for (`metadata`, open as it is, is never
+    shown): the turn is the renderer's text as it stands, with no search for media."""
+    from openenvgen_runtime.actions import ActionSpace
+    from openenvgen_runtime.episode import next_turn
+    from openenvgen_runtime.extensions import Extension
+    from openenvgen_runtime.prompts import turn
+
+    observation = {"prompt": "Wrong guess.", "feedback": "X G X X Y", "metadata": {"frame_base64": PNG}}
+    models = ObservationModels(step=Wordlike, owner="test")
+    _, media_free = models.for_renderer("step", observation, 0.0)
+    view = ObservationView()
+    assert media_free == {"done", "reward", "prompt", "feedback"} and view.vouched_for(observation, media_free)
+    assert not view.vouched_for({**observation, "extra_base64": PNG}, media_free)
+
+    class Guess(BaseModel):
+        message: str
+
+    space = ActionSpace(action_model=Guess, action_schema=Guess.model_json_schema())
+    extension = Extension(source="test", renderer=lambda o: f"{o.prompt} {o.feedback}", typed_renderer=True)
+    text = asyncio.run(next_turn(view, space, observation, 0.0, extension=extension, models=models))
+    assert text == turn("Wrong guess. X G X X Y", space, 0.0)
