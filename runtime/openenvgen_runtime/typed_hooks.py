@@ -29,7 +29,6 @@ validate against its model is reported once and kept with the server's values
 from __future__ import annotations
 
 import collections.abc
-import functools
 import sys
 import types
 import typing
@@ -78,7 +77,7 @@ class ObservationModels:
         """`instance` of a turn's observation, and the fields of it that hold no media when it
         validated (None: search them all)."""
         instance, validated_by = self._checked(kind, observation, reward, False)
-        return instance, None if validated_by is None else self._media_free[validated_by]
+        return instance, None if validated_by is None else media_free_fields(validated_by)
 
     def _checked(
         self, kind: str, observation: dict[str, Any], reward: Any, done: bool
@@ -90,11 +89,6 @@ class ObservationModels:
             return values, None
         instance, valid = checked_observation(model, values, owner=self.owner)
         return instance, model if valid else None
-
-    @functools.cached_property
-    def _media_free(self) -> dict[type[BaseModel], frozenset[str]]:
-        """`media_free_fields` of each model."""
-        return {model: media_free_fields(model) for model in (self.step, self.reset) if model is not None}
 
     def typed(self, recorded: dict[str, Any]) -> Any:
         """One recorded observation (see `entry`) as its model, or its values without one."""
