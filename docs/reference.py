@@ -503,7 +503,7 @@ class Module:
     """One module or subpackage of a distribution, where its package's `Layers:` line puts it."""
 
     name: str
-    """Dotted, relative to the distribution: `cli`, `build`, `build.render`."""
+    """Dotted, relative to the distribution: `cli`, `generation`, `generation.render`."""
     layer: str
     """`4` (a layer of the distribution), `4.1` (a layer inside subpackage 4), "" when no line places it."""
     doc: str

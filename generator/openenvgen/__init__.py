@@ -1,6 +1,6 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < schema_checks < spec < sources < catalog < build < lifecycle < commands <
+Layers: errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands <
 maintainer_commands, play_command < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
@@ -9,7 +9,7 @@ maintainer_commands, play_command < cli
 - `spec`: `EnvSpec`, the one frozen model of an env every later step reads;
 - `sources`: where a live env's schema is read from (a server, a schema file, an env project);
 - `catalog`: the embedded envs, captured from upstream, and what the captures measured;
-- `build`: spec → models → files → an atomic write with a lock, and reading a package back;
+- `generation`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
 - `commands`: the `openenv-gen` commands, a thin typer layer over the rest;
 - `maintainer_commands`: `publish` and `capture`, added to that typer app;

@@ -5,7 +5,7 @@ everything else through the typer app of `commands.py`, `maintainer_commands.py`
 import than the interpreter takes to start).
 
 The fast path reads exactly what typer would make of those arguments (any other form, `-h`
-included, goes to typer), answers from the generation memo when it can (`build.memo`: no
+included, goes to typer), answers from the generation memo when it can (`generation.memo`: no
 pydantic, Jinja or typer imported) and else runs the same generation as the `generate`
 command; it prints what that command prints.
 
@@ -86,7 +86,7 @@ def _generate(args: dict[str, str | bool | None]) -> None:
     """`openenv-gen NAME ...` from the catalog: the memo's answer, else the `generate` command's run."""
     from pathlib import Path
 
-    from openenvgen.build.memo import Memo
+    from openenvgen.generation.memo import Memo
 
     def text(key: str) -> str | None:
         value = args.get(key)
@@ -99,12 +99,12 @@ def _generate(args: dict[str, str | bool | None]) -> None:
         memo = Memo.open(name, env_id=env_id, package=package, app=app, scaffold=scaffold)
         written = memo.replay(out) if memo is not None else None
         if written is None:
-            from openenvgen.build.package import generate_package
+            from openenvgen.generation.package import generate_package
 
             written = generate_package(
                 name, out=out, env_id=env_id, package=package, app=app, scaffold=scaffold, memo=memo
             )
-        from openenvgen.build.report import next_steps
+        from openenvgen.generation.report import next_steps
 
         _echo(f"wrote {written}")
         _echo(next_steps(written))

@@ -153,7 +153,7 @@ def generate(
     ] = None,
 ) -> None:
     """Generate a package from the catalog, a live server, a schema file or an env project."""
-    from openenvgen.build.package import generate_package
+    from openenvgen.generation.package import generate_package
 
     if project is not None:
         if base_url or schema_file:
@@ -186,7 +186,7 @@ def generate(
             app=app_path,
             scaffold=not no_scaffold,
         )
-    from openenvgen.build.report import next_steps
+    from openenvgen.generation.report import next_steps
 
     typer.echo(f"wrote {written}")
     typer.echo(next_steps(written))
@@ -272,7 +272,7 @@ def check(
     with diffs if a generated file is stale, missing, extra or edited by hand, or if the
     hooks in custom.py do not type-check against the models (mypy, the `typecheck` extra).
     With --upstream, exit 2 if the environment's schema has drifted from the lock."""
-    from openenvgen.build.on_disk import resolve_targets
+    from openenvgen.generation.on_disk import resolve_targets
     from openenvgen.lifecycle.check import check_packages
     from openenvgen.lifecycle.hook_types import check_hooks, unchecked_line
 
@@ -341,7 +341,7 @@ def regen(
     """Regenerate packages; bump each version by the impact of its model changes
     (major/minor/patch) and add a CHANGELOG.md entry. User-owned files are kept;
     with --scaffold, the scaffolded ones first take this release's template changes."""
-    from openenvgen.build.on_disk import find_packages, resolve_targets
+    from openenvgen.generation.on_disk import find_packages, resolve_targets
     from openenvgen.lifecycle.hook_types import HookTypes, unchecked_line
     from openenvgen.lifecycle.regen import regen_package
     from openenvgen.lifecycle.upstream import upstream_sources
@@ -360,7 +360,7 @@ def regen(
         )
     conflicted = set()
     if scaffold:
-        from openenvgen.build.scaffold import release_tag
+        from openenvgen.generation.scaffold import release_tag
         from openenvgen.lifecycle.scaffold_update import plan_scaffold_update, update_scaffold
 
         # Every check first: a package that cannot be updated stops the run before anything is written.

@@ -44,7 +44,7 @@ class StaleError(GenError):
     exit_code = 1  # the same code `check` exits with for a stale package
 
 
-class BuildError(GenError):
+class GenerationError(GenError):
     """`publish`: a package does not build, or its distributions fail `twine check`."""
 
     exit_code = 65  # EX_DATAERR

@@ -106,7 +106,7 @@ def _located(package: str) -> Iterator[tuple[str, Path | None]]:
         raise UsageError(
             f"{package}: not a package directory, an installed package or a catalog name (see `openenv-gen list`)"
         )
-    from openenvgen.build.package import generate_package
+    from openenvgen.generation.package import generate_package
 
     with tempfile.TemporaryDirectory(prefix="openenv-gen-play-") as scratch:
         written = generate_package(package, out=Path(scratch) / package, scaffold=False)
@@ -114,7 +114,7 @@ def _located(package: str) -> Iterator[tuple[str, Path | None]]:
 
 
 def _package_id(folder: Path) -> str:
-    from openenvgen.build.render import LOCK_FILE
+    from openenvgen.generation.render import LOCK_FILE
 
     try:
         lock = json.loads((folder / LOCK_FILE).read_text("utf-8"))

@@ -39,9 +39,9 @@ import jsonschema
 import pytest
 
 from openenvgen import catalog
-from openenvgen.build.package import resolve_spec
-from openenvgen.build.render import LOCK_FILE, render_package
 from openenvgen.catalog.reader import read_catalog
+from openenvgen.generation.package import resolve_spec
+from openenvgen.generation.render import LOCK_FILE, render_package
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas.normalise import union_members
 from openenvgen_testsupport.paths import ROOT

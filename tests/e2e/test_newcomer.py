@@ -69,7 +69,7 @@ def test_the_first_block_is_the_whole_journey() -> None:
 @pytest.mark.parametrize("name", ["wordle", "echo"])
 def test_every_generated_readme_says_how_to_install_the_runtime(name: str) -> None:
     from openenvgen import catalog
-    from openenvgen.build.render import render_package
+    from openenvgen.generation.render import render_package
     from openenvgen.spec import build_spec
 
     entry = catalog.lookup(name)

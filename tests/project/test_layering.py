@@ -3,8 +3,8 @@ import goes down the layers each distribution's `__init__.py` states in its `Lay
 each subpackage's `__init__.py` says which layer it is, and no module is over 400 lines.
 
 Modules are found recursively. A top-level module (`openenvgen.cli`) is its own layer; a
-module inside a subpackage (`openenvgen.build.render`) is in its subpackage's layer
-(`build`), as is the subpackage's `__init__`. An import between two layers must go to a
+module inside a subpackage (`openenvgen.generation.render`) is in its subpackage's layer
+(`generation`), as is the subpackage's `__init__`. An import between two layers must go to a
 lower one; modules of one subpackage may import each other, as long as that makes no cycle.
 
 Imports are read from the source (ast), function-level ones included: a lazy import that

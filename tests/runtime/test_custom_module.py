@@ -431,7 +431,7 @@ def test_a_renderer_that_raises_fails_only_its_episode(wordle_server: str, tmp_p
 
 
 def test_stale_hook_notes_come_from_code_not_comments(template: Path, tmp_path: Path) -> None:
-    from openenvgen.build.on_disk import load_spec
+    from openenvgen.generation.on_disk import load_spec
     from openenvgen.lifecycle.changelog import stale_hooks
 
     old = load_spec(template)

@@ -15,7 +15,7 @@ from openenv.core.env_server import create_app
 from openenv.core.env_server.types import Action
 from pydantic import Field
 
-from openenvgen.build.render import spec_from_snapshot
+from openenvgen.generation.render import spec_from_snapshot
 from openenvgen.sources.server import from_server
 from openenvgen.spec import build_spec
 from openenvgen_runtime.drift import DriftError, check_drift, diff, live_interface, snapshot_interface

@@ -29,9 +29,9 @@ _ids = itertools.count()
 
 def _package(wordle_server: str, root: Path, verdict: str) -> str:
     """A package generated from the live fixture server, its spec carrying `verdict`."""
-    from openenvgen.build.package import resolve_spec
-    from openenvgen.build.render import render_package
-    from openenvgen.build.writer import write_tree
+    from openenvgen.generation.package import resolve_spec
+    from openenvgen.generation.render import render_package
+    from openenvgen.generation.writer import write_tree
 
     name = f"seeded_{verdict}_{next(_ids)}"
     spec = resolve_spec(name, base_url=wordle_server, env_id=f"test/{name}")

@@ -1,8 +1,8 @@
 """Keep packages current: check them, compare them with upstream, regenerate and publish them.
 
-Layer 6 of the generator (errors < schema_checks < spec < sources < catalog < build < lifecycle < commands < cli):
+Layer 6 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
 may import openenvgen.errors, openenvgen.spec, openenvgen.sources, openenvgen.catalog,
-openenvgen.build and openenvgen_schemas; never cli.
+openenvgen.generation and openenvgen_schemas; never cli.
 
 Layers: hook_types < check, index, upstream, scaffold_update < changelog, distributions < regen, publish
 """

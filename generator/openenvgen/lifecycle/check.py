@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
-from openenvgen.build.on_disk import SnapshotError, files_on_disk, load_spec, looks_generated, read_lock
-from openenvgen.build.render import LOCK_FILE, render_package, sha256_text
+from openenvgen.generation.marked import MARKED_FILES, MarkerError, merge_marked
+from openenvgen.generation.on_disk import SnapshotError, files_on_disk, load_spec, looks_generated, read_lock
+from openenvgen.generation.render import LOCK_FILE, render_package, sha256_text
 from openenvgen.lifecycle.hook_types import HookTypes, check_hooks
 
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openenvgen.errors import BuildError, CredentialsError, PublishError
+from openenvgen.errors import CredentialsError, GenerationError, PublishError
 from openenvgen.lifecycle.index import Target, mask_secrets
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -92,16 +92,16 @@ def build_distributions(root: Path, outdir: Path, *, isolation: bool) -> list[Pa
     result = _run([*cmd, str(root)], timeout=BUILD_TIMEOUT, what=f"building {root}", env=_tool_env())
     if result.returncode != 0:
         reason = _last_error(result.stdout + result.stderr)
-        raise BuildError(f"building {root} failed: {reason}")
+        raise GenerationError(f"building {root} failed: {reason}")
     sdists = sorted(outdir.glob("*.tar.gz"))
     wheels = sorted(outdir.glob("*.whl"))
     if len(sdists) != 1 or len(wheels) != 1:
-        raise BuildError(f"building {root} made {len(sdists)} sdists and {len(wheels)} wheels, not one each")
+        raise GenerationError(f"building {root} made {len(sdists)} sdists and {len(wheels)} wheels, not one each")
     return [sdists[0], wheels[0]]
 
 
 def twine_check(files: list[Path]) -> None:
-    """`twine check --strict` over every built file; BuildError naming the ones that fail."""
+    """`twine check --strict` over every built file; GenerationError naming the ones that fail."""
     result = _run(
         [sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
         timeout=300,
@@ -111,7 +111,9 @@ def twine_check(files: list[Path]) -> None:
     if result.returncode != 0:
         output = result.stdout + result.stderr
         failed = [f.name for f in files if re.search(rf"{re.escape(f.name)}\W+(FAILED|PASSED with warnings)", output)]
-        raise BuildError(f"twine check failed for {', '.join(failed) or 'the distributions'}: {_last_error(output)}")
+        raise GenerationError(
+            f"twine check failed for {', '.join(failed) or 'the distributions'}: {_last_error(output)}"
+        )
 
 
 def upload(file: Path, target: Target) -> bool:

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from openenvgen.build.on_disk import is_package
-from openenvgen.build.render import RUNTIME_DISTRIBUTION, RUNTIME_REQUIREMENT
-from openenvgen.errors import BuildError, StaleError, UsageError
+from openenvgen.errors import GenerationError, StaleError, UsageError
+from openenvgen.generation.on_disk import is_package
+from openenvgen.generation.render import RUNTIME_DISTRIBUTION, RUNTIME_REQUIREMENT
 from openenvgen.lifecycle.check import diff_package
 from openenvgen.lifecycle.distributions import build_distributions, require_tools, twine_check, upload
 from openenvgen.lifecycle.index import index_files, normalize, resolve_target
@@ -60,13 +60,13 @@ def load_project(root: Path) -> Project:
     try:
         data = tomllib.loads(pyproject.read_text("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise BuildError(f"{pyproject}: not valid TOML ({e})") from None
+        raise GenerationError(f"{pyproject}: not valid TOML ({e})") from None
     project = data.get("project")
     if not isinstance(project, dict):
         project = {}
     name, version = project.get("name"), project.get("version")
     if not isinstance(name, str) or not isinstance(version, str):
-        raise BuildError(f"{pyproject}: [project] has no static name and version")
+        raise GenerationError(f"{pyproject}: [project] has no static name and version")
     generated = is_package(root)
     if not generated and normalize(name) not in (RUNTIME_DISTRIBUTION, SCHEMAS_DISTRIBUTION):
         raise UsageError(
@@ -97,20 +97,20 @@ def ensure_publishable(project: Project) -> None:
     if normalize(project.name) == SCHEMAS_DISTRIBUTION:
         module = project.root / "openenvgen_schemas" / "__init__.py"
         if not module.is_file() or not (project.root / "README.md").is_file():
-            raise BuildError(f"{project.root}: no openenvgen_schemas/__init__.py or README.md; is this schemas/?")
+            raise GenerationError(f"{project.root}: no openenvgen_schemas/__init__.py or README.md; is this schemas/?")
         return
     from packaging.requirements import Requirement
     from packaging.version import InvalidVersion, Version
 
     module = project.root / "openenvgen_runtime" / "__init__.py"
     if not module.is_file() or not (project.root / "README.md").is_file():
-        raise BuildError(f"{project.root}: no openenvgen_runtime/__init__.py or README.md; is this runtime/?")
+        raise GenerationError(f"{project.root}: no openenvgen_runtime/__init__.py or README.md; is this runtime/?")
     try:
         version = Version(project.version)
     except InvalidVersion:
-        raise BuildError(f"{project.root}: version {project.version!r} is not a valid version") from None
+        raise GenerationError(f"{project.root}: version {project.version!r} is not a valid version") from None
     if not Requirement(RUNTIME_REQUIREMENT).specifier.contains(version, prereleases=True):
-        raise BuildError(
+        raise GenerationError(
             f"{project.root}: {RUNTIME_DISTRIBUTION} {version} is outside the range generated packages "
             f"require ({RUNTIME_REQUIREMENT}); move that range with the version"
         )

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openenvgen import __version__
-from openenvgen.build.on_disk import SnapshotError, load_spec
-from openenvgen.build.render import LOCK_FILE, render_package
-from openenvgen.build.writer import write_tree
 from openenvgen.errors import SchemaError
+from openenvgen.generation.on_disk import SnapshotError, load_spec
+from openenvgen.generation.render import LOCK_FILE, render_package
+from openenvgen.generation.writer import write_tree
 from openenvgen.lifecycle.changelog import CHANGELOG, CUSTOM_MODULE, add_changelog_entry, changelog_entry, stale_hooks
 from openenvgen.lifecycle.check import diff_package
 from openenvgen.lifecycle.hook_types import HookTypes, check_hooks

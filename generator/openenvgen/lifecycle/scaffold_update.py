@@ -17,8 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from openenvgen.build.scaffold import ANSWERS_FILE
 from openenvgen.errors import GenError, OutputError, SourceError, UsageError
+from openenvgen.generation.scaffold import ANSWERS_FILE
 
 GIT_TIMEOUT_S = 60.0
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from openenvgen import sources
-from openenvgen.build.on_disk import SnapshotError, load_spec, read_lock
-from openenvgen.build.render import LOCK_FILE
 from openenvgen.errors import UsageError
+from openenvgen.generation.on_disk import SnapshotError, load_spec, read_lock
+from openenvgen.generation.render import LOCK_FILE
 from openenvgen.spec import EnvSpec, ServerInterface, build_spec
 from openenvgen_schemas import modeldiff
 

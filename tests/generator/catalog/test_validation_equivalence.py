@@ -45,7 +45,7 @@ def _spec(env_dir: str) -> EnvSpec:
 
 
 def _action_model(spec: EnvSpec, root: Path) -> type[BaseModel]:
-    from openenvgen.build.codegen import combined_schema
+    from openenvgen.generation.codegen import combined_schema
 
     module = import_generated(spec, root)
     _, action_class, _ = combined_schema(spec)
@@ -99,7 +99,7 @@ def test_mcp_tool_argument_models_equivalent(mcp_server: str, tmp_path_factory: 
     arguments with pydantic models of that schema)."""
     spec = build_spec(sources.from_server(mcp_server), name="mcp", env_id="test/mcp")
     module = import_generated(spec, tmp_path_factory.mktemp("mcp_tools"))
-    from openenvgen.build.codegen import combined_schema
+    from openenvgen.generation.codegen import combined_schema
 
     _, _, tool_classes = combined_schema(spec)
     assert set(tool_classes) == {t.name for t in spec.tools or ()}

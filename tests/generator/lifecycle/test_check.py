@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from openenvgen import sources
-from openenvgen.build.marked import BEGIN_MARKER, END_MARKER, merge_marked, split_marked
-from openenvgen.build.render import LOCK_FILE
+from openenvgen.generation.marked import BEGIN_MARKER, END_MARKER, merge_marked, split_marked
+from openenvgen.generation.render import LOCK_FILE
 from openenvgen.lifecycle.check import diff_package
 from openenvgen_testsupport.generating import file_tree, gen
 from openenvgen_testsupport.paths import GENERATED, OPENENV_GEN

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.build.render import RUNTIME_REQUIREMENT, render_package
+from openenvgen.generation.render import RUNTIME_REQUIREMENT, render_package
 from openenvgen.spec import build_spec
 from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
 from openenvgen_testsupport.servers import free_port, wait_until_serving

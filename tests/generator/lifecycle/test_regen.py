@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from openenvgen import catalog, sources
-from openenvgen.build.marked import END_MARKER
-from openenvgen.build.render import LOCK_FILE, sha256_text
-from openenvgen.build.scaffold import SCAFFOLD_REPOSITORY
+from openenvgen.generation.marked import END_MARKER
+from openenvgen.generation.render import LOCK_FILE, sha256_text
+from openenvgen.generation.scaffold import SCAFFOLD_REPOSITORY
 from openenvgen.lifecycle.changelog import CHANGELOG_MARKER, add_changelog_entry
 from openenvgen_testsupport.generating import file_tree, gen
 
@@ -384,7 +384,7 @@ def test_add_changelog_entry_keeps_every_byte() -> None:
 
 
 def test_a_new_package_is_scaffolded_once(templates: dict[str, Path], tmp_path: Path) -> None:
-    """(tests/generator/build/test_scaffold.py: the scaffold is what copier renders; and
+    """(tests/generator/generation/test_scaffold.py: the scaffold is what copier renders; and
     tests/generator/lifecycle/test_scaffold_update.py: `regen --scaffold` updates it.)"""
     import yaml
 

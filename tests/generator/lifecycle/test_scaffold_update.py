@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from openenvgen.build.scaffold import SOURCE_VARIABLE
+from openenvgen.generation.scaffold import SOURCE_VARIABLE
 from openenvgen_testsupport.generating import assert_one_line_error, file_tree, gen
 from openenvgen_testsupport.template_repo import FIRST_TAG, commit_all, git, scaffold_file, template_repo
 

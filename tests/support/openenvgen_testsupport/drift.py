@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openenvgen.build.render import render_snapshot
+from openenvgen.generation.render import render_snapshot
 from openenvgen.sources.server import from_server
 from openenvgen.spec import build_spec
 from openenvgen_runtime.config import AdapterConfig

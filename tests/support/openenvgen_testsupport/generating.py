@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from openenvgen.build.render import render_package
+from openenvgen.generation.render import render_package
 from openenvgen.spec import EnvSpec
 from openenvgen_testsupport.paths import OPENENV_GEN
 

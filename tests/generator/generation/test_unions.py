@@ -26,8 +26,8 @@ from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from openenvgen import sources
-from openenvgen.build.codegen import combined_schema
-from openenvgen.build.render import render_package, render_snapshot, spec_from_snapshot
+from openenvgen.generation.codegen import combined_schema
+from openenvgen.generation.render import render_package, render_snapshot, spec_from_snapshot
 from openenvgen.spec import ServerInterface, build_spec
 from openenvgen_schemas.modeldiff import ModelDiff, diff_actions, diff_specs
 from openenvgen_schemas.normalise import equivalent, inline_refs
@@ -479,7 +479,7 @@ def test_reset_observation_drift_is_reported(reset_server: str, union_server: st
 def test_the_package_types_both_observations(
     reset_server: str, union_server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from openenvgen.build.codegen import generate_models
+    from openenvgen.generation.codegen import generate_models
     from openenvgen_testsupport.union_envs import CounterObservation, CounterStart
 
     spec = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")
@@ -503,8 +503,8 @@ def test_the_package_types_both_observations(
 
 @pytest.mark.parametrize("name", sorted(__import__("openenvgen.catalog.reader", fromlist=["entries"]).entries()))
 def test_catalog_observation_models_equal_the_servers(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from openenvgen.build.codegen import generate_models
-    from openenvgen.build.package import resolve_spec
+    from openenvgen.generation.codegen import generate_models
+    from openenvgen.generation.package import resolve_spec
 
     spec = resolve_spec(name)
     names = generate_models(spec)

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from openenvgen import __version__
-from openenvgen.build.layout import template_cache, templates_dir
 from openenvgen.errors import GenError
+from openenvgen.generation.layout import template_cache, templates_dir
 
 TYPE_CHECKING = False  # not `typing`'s: the fast path writes a scaffold without importing typing
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def release_tag(version: str = __version__) -> str:
 
 def scaffold_answers(spec: EnvSpec) -> dict[str, Any]:
     """The answers to the template's questions for `spec` (what .copier-answers.yml records)."""
-    from openenvgen.build.codegen import observation_class
+    from openenvgen.generation.codegen import observation_class
 
     example = spec.defaults.example_action
     return {

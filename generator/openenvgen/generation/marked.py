@@ -10,7 +10,7 @@ disk when it is written, and `check` compares with that same splice.
 
 from __future__ import annotations
 
-from openenvgen.build.layout import HEADER_TEXT
+from openenvgen.generation.layout import HEADER_TEXT
 
 BEGIN_MARKER = "<!-- openenv-gen:begin -->"
 END_MARKER = "<!-- openenv-gen:end -->"

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openenvgen.build import shared_models
-from openenvgen.build.layout import HEADER as HEADER  # defined there for the fast path (no pydantic)
-from openenvgen.build.layout import HEADER_TEXT as HEADER_TEXT
-from openenvgen.build.layout import cache_dir as _cache_dir
-from openenvgen.build.layout import touch, write_cache_entry
 from openenvgen.errors import SchemaError
+from openenvgen.generation import shared_models
+from openenvgen.generation.layout import HEADER as HEADER  # defined there for the fast path (no pydantic)
+from openenvgen.generation.layout import HEADER_TEXT as HEADER_TEXT
+from openenvgen.generation.layout import cache_dir as _cache_dir
+from openenvgen.generation.layout import touch, write_cache_entry
 from openenvgen.schema_checks import canonical_json
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas import mcp_models

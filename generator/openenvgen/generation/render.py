@@ -13,14 +13,14 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from openenvgen.build.codegen import Models, generate_models
-from openenvgen.build.layout import HEADER, HEADER_TEXT, template_cache
+from openenvgen.generation.codegen import Models, generate_models
+from openenvgen.generation.layout import HEADER, HEADER_TEXT, template_cache
 
 # Defined in `layout` (the fast path imports it without this module); importers read them here too.
-from openenvgen.build.layout import LOCK_FILE as LOCK_FILE
-from openenvgen.build.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
-from openenvgen.build.layout import sha256_text as sha256_text
-from openenvgen.build.layout import templates_dir as templates_dir
+from openenvgen.generation.layout import LOCK_FILE as LOCK_FILE
+from openenvgen.generation.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
+from openenvgen.generation.layout import sha256_text as sha256_text
+from openenvgen.generation.layout import templates_dir as templates_dir
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas.normalise import union_members
 

@@ -17,9 +17,9 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from openenvgen.build.layout import LOCK_FILE, sha256_text
-from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
 from openenvgen.errors import OutputError
+from openenvgen.generation.layout import LOCK_FILE, sha256_text
+from openenvgen.generation.marked import MARKED_FILES, MarkerError, merge_marked
 
 
 def _locked_files(root: Path) -> set[str] | None:

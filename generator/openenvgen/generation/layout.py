@@ -34,7 +34,7 @@ def sha256_text(text: str) -> str:
 def package_dir() -> Path:
     """The `openenvgen` package's folder (what `importlib.resources.files("openenvgen")` is
     for a package on disk, without importing importlib.resources)."""
-    return Path(__file__).resolve().parents[1]  # generator/openenvgen/build/layout.py
+    return Path(__file__).resolve().parents[1]  # generator/openenvgen/generation/layout.py
 
 
 def templates_dir() -> Path:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from openenvgen.build import layout
-from openenvgen.build.codegen import generate_models
-from openenvgen.build.package import resolve_spec
+from openenvgen.generation import layout
+from openenvgen.generation.codegen import generate_models
+from openenvgen.generation.package import resolve_spec
 
 
 def _files(folder: Path, suffix: str) -> list[str]:

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openenvgen.build.layout import HEADER_TEXT
-from openenvgen.build.render import LOCK_FILE, spec_from_snapshot
 from openenvgen.errors import UsageError
+from openenvgen.generation.layout import HEADER_TEXT
+from openenvgen.generation.render import LOCK_FILE, spec_from_snapshot
 from openenvgen.spec import EnvSpec
 
 # Directories never searched for packages or package files.

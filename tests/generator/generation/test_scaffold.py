@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from openenvgen.build.package import resolve_spec
-from openenvgen.build.scaffold import (
+from openenvgen.generation.package import resolve_spec
+from openenvgen.generation.scaffold import (
     SCAFFOLD_REPOSITORY,
     SOURCE_VARIABLE,
     TEMPLATE_SETTINGS,
@@ -88,7 +88,7 @@ def test_generating_a_new_package_does_not_import_copier(tmp_path: Path) -> None
     probe = f"""
 import sys
 from pathlib import Path
-from openenvgen.build.package import generate_package
+from openenvgen.generation.package import generate_package
 target = generate_package("wordle", out=Path({str(tmp_path / "pkg")!r}))
 print((target / "wordle_openenv" / "custom.py").is_file(), "copier" in sys.modules)
 """

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openenvgen.build.codegen import combined_schema, generate_models
-from openenvgen.build.render import render_package
 from openenvgen.errors import SchemaError
+from openenvgen.generation.codegen import combined_schema, generate_models
+from openenvgen.generation.render import render_package
 from openenvgen.spec import ServerInterface, build_spec
 from openenvgen_schemas.normalise import equivalent
 from openenvgen_testsupport.generating import assert_one_line_error, gen

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.build.package import resolve_spec
-from openenvgen.build.render import _py, render_files
+from openenvgen.generation.package import resolve_spec
+from openenvgen.generation.render import _py, render_files
 from openenvgen_testsupport.paths import ROOT
 
 RUFF = str(Path(sys.executable).with_name("ruff"))

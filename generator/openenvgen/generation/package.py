@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import TypedDict, Unpack
 
 from openenvgen import catalog, sources
-from openenvgen.build.memo import Memo
-from openenvgen.build.on_disk import SnapshotError, load_spec
-from openenvgen.build.render import LOCK_FILE, render_package
-from openenvgen.build.scaffold import scaffold_files, scaffold_writer
-from openenvgen.build.writer import write_tree
 from openenvgen.errors import UsageError
+from openenvgen.generation.memo import Memo
+from openenvgen.generation.on_disk import SnapshotError, load_spec
+from openenvgen.generation.render import LOCK_FILE, render_package
+from openenvgen.generation.scaffold import scaffold_files, scaffold_writer
+from openenvgen.generation.writer import write_tree
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
 
 RESERVED_NAMES = frozenset({"generate", "check", "list", "regen", "publish"})

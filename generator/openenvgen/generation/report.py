@@ -11,7 +11,7 @@ import os
 import shlex
 from pathlib import Path
 
-from openenvgen.build.layout import LOCK_FILE, RUNTIME_DISTRIBUTION, is_installed
+from openenvgen.generation.layout import LOCK_FILE, RUNTIME_DISTRIBUTION, is_installed
 
 
 def next_steps(target: Path) -> str:
@@ -26,7 +26,7 @@ def next_steps(target: Path) -> str:
     install = ["pip", "install"]
     note = ""
     if not is_installed(RUNTIME_DISTRIBUTION):
-        checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/build/report.py
+        checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
         if (checkout / "runtime" / "pyproject.toml").is_file():
             # The runtime, and the schema code it shares with the generator when it is there.
             for local in ("schemas", "runtime"):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from openenvgen.build import layout, memo
 from openenvgen.cli import SUBCOMMANDS, app, fast_generate_args
+from openenvgen.generation import layout, memo
 from openenvgen_testsupport.generating import file_tree
 from openenvgen_testsupport.paths import ROOT
 

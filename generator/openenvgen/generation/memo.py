@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import openenvgen_schemas
-from openenvgen.build.layout import (
+from openenvgen.generation.layout import (
     LOCK_FILE,
     cache_dir,
     installed_distributions,
@@ -47,8 +47,8 @@ from openenvgen.build.layout import (
     touch,
     write_cache_entry,
 )
-from openenvgen.build.marked import MARKED_FILES, MarkerError, merge_marked
-from openenvgen.build.scaffold import scaffold_source, scaffold_writer
+from openenvgen.generation.marked import MARKED_FILES, MarkerError, merge_marked
+from openenvgen.generation.scaffold import scaffold_source, scaffold_writer
 
 MEMO_FORMAT = 1
 """Bumped when a record's layout or meaning changes (old records are then never read)."""
@@ -179,7 +179,7 @@ class Memo:
         if not _consistent(files) or not (scaffold is None or _texts(scaffold)):
             return None
         assert isinstance(files, dict)
-        from openenvgen.build.writer import write_tree  # (tempfile and shutil: only to write)
+        from openenvgen.generation.writer import write_tree  # (tempfile and shutil: only to write)
 
         write_tree(files, target, scaffold=scaffold_writer(scaffold) if isinstance(scaffold, dict) else None)
         return target

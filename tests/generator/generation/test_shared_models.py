@@ -23,9 +23,9 @@ from pydantic import BaseModel
 
 import openenvgen_runtime.mcp_models as runtime_models
 from openenvgen import catalog
-from openenvgen.build.codegen import _combined, generate_models, shared_models_source
-from openenvgen.build.package import resolve_spec
-from openenvgen.build.shared_models import all_key
+from openenvgen.generation.codegen import _combined, generate_models, shared_models_source
+from openenvgen.generation.package import resolve_spec
+from openenvgen.generation.shared_models import all_key
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas import mcp_models
 from openenvgen_schemas.normalise import equivalent

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.build.package import resolve_spec
-from openenvgen.build.render import LOCK_FILE, render_package, sha256_text
 from openenvgen.catalog.snapshots import snapshot_from_capture
+from openenvgen.generation.package import resolve_spec
+from openenvgen.generation.render import LOCK_FILE, render_package, sha256_text
 from openenvgen.lifecycle.check import diff_package
 from openenvgen_testsupport.generating import file_tree, gen
 from openenvgen_testsupport.paths import ROOT

@@ -1,2 +1,0 @@
-"""Tests of `openenvgen.build`: rendering packages from specs, byte for byte (the checked-in
-generated/ packages), hostile schemas, and union actions."""
