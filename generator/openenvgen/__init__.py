@@ -1,6 +1,6 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands <
+Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle < commands <
 maintainer_commands, play_command < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
@@ -8,7 +8,8 @@ maintainer_commands, play_command < cli
 - `schema_checks`: the bounds and union rules an untrusted server's schema must pass;
 - `spec`: `EnvSpec`, the one frozen model of an env every later step reads;
 - `sources`: where a live env's schema is read from (a server, a schema file, an env project);
-- `catalog`: the embedded envs, captured from upstream, and what the captures measured;
+- `catalog`: the embedded envs (their defaults, snapshots and seed verdicts), read and listed;
+- `capture`: upstream envs' servers recorded, and the catalog's data rewritten from the records;
 - `generation`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
 - `commands`: the `openenv-gen` commands, a thin typer layer over the rest;

@@ -112,7 +112,7 @@ def capture(
     catalog entry may say how uv must run it here (`capture = { python, with, overrides }`,
     see catalog.toml). Envs that fail are listed with their reason in capture.json; exit 1
     if one named with --only failed, or if none could be captured."""
-    from openenvgen.catalog.capture import check_captured, parse_interpreters, run_capture
+    from openenvgen.capture.checkout import check_captured, parse_interpreters, run_capture
 
     interpreters = parse_interpreters(python or [])
     index = run_capture(

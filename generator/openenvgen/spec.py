@@ -69,7 +69,7 @@ class EnvDefaults(Frozen):
     """A valid action shown in the package README."""
     seed_verdict: str | None = None
     """Whether the env honours `seed`, as `openenv-gen capture` measured it: reproducible,
-    deterministic, not_reproducible or unmeasured (see openenvgen/catalog/seed_check.py); None: never measured."""
+    deterministic, not_reproducible or unmeasured (see openenvgen/capture/seed_check.py); None: never measured."""
     seed_evidence: str = ""
     """One line on what the verdict rests on (the measured sessions, where they differed)."""
     unlisted_tools: tuple[ToolSpec, ...] = ()

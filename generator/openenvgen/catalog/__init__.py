@@ -1,17 +1,14 @@
-"""The catalog: the embedded envs (data/), how they are captured from upstream, what the captures measured.
+"""The catalog: the embedded envs (data/), their defaults, snapshots and seed verdicts, and their listing.
 
 `reader` is the one reader of `data/catalog.toml` (entries, their defaults and
-snapshots); `listing` shows them (`openenv-gen list`). `capture` runs `openenv-gen
-capture`: each upstream env folder is started with `sources.uv_server` (and the
-`stand_ins` it needs here), its replies recorded into its capture (`recording`, over
-`ws_session`), with its seed verdict (`seed_check`) and its server's validation rulings
-(`validation`); `snapshots` makes the embedded snapshots from the captures.
+snapshots) and of `data/seeding.json`; `listing` shows them (`openenv-gen list`).
+What is in data/ is written by `openenvgen.capture` from real upstream servers.
 
-Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
+Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < capture, generation < ...):
 may import openenvgen.errors, openenvgen.spec, openenvgen.sources and openenvgen_schemas;
-never build, lifecycle or cli.
+never capture, generation, lifecycle or the CLI.
 
-Layers: reader, stand_ins, ws_session < listing, seed_check, validation < recording < snapshots < capture
+Layers: reader < listing
 """
 
 from openenvgen.catalog.reader import CatalogEntry, entries, lookup, seeding, unavailable

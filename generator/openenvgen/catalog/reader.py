@@ -83,7 +83,7 @@ def unavailable() -> dict[str, str]:
 @cache
 def seeding() -> dict[str, dict[str, Any]]:
     """Per entry, whether its env honours `seed`, as the capture measured it
-    (`data/seeding.json`: verdict, summary, evidence; see catalog/seed_check.py)."""
+    (`data/seeding.json`: verdict, summary, evidence; see capture/seed_check.py)."""
     found = DATA / SEEDING_FILE
     return json.loads(found.read_text("utf-8")) if found.is_file() else {}
 

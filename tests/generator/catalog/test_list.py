@@ -111,7 +111,7 @@ def test_optional_fields_and_types_are_shown() -> None:
 
 
 def test_every_catalog_env_has_a_seed_verdict_with_its_evidence() -> None:
-    from openenvgen.catalog.seed_check import VERDICTS
+    from openenvgen.capture.seed_check import VERDICTS
 
     seeding = catalog.seeding()
     assert list(seeding) == list(catalog.entries())

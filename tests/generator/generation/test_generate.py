@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from openenvgen import catalog
-from openenvgen.catalog.snapshots import snapshot_from_capture
+from openenvgen.capture.snapshots import snapshot_from_capture
 from openenvgen.generation.package import resolve_spec
 from openenvgen.generation.render import LOCK_FILE, render_package, sha256_text
 from openenvgen.lifecycle.check import diff_package

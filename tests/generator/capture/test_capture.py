@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from openenvgen.catalog.capture import env_folders, run_capture
-from openenvgen.catalog.snapshots import with_source, write_catalog
+from openenvgen.capture.checkout import env_folders, run_capture
+from openenvgen.capture.snapshots import with_source, write_catalog
 from openenvgen.sources.uv_server import RunSettings, override_project, uv_command, uv_run_prefix
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 from openenvgen_testsupport.replay_env import catalog_action, load_recording, make_replay_app
@@ -332,7 +332,7 @@ def test_validation_rulings_are_what_the_server_did(captured: dict[str, Any]) ->
         ]
     assert all(c["accepted"] is True and c["status"] == 500 for c in stepped), stepped
     # Sampling is derandomised: the same schema gives the same actions.
-    from openenvgen.catalog.validation import sample_actions
+    from openenvgen.capture.validation import sample_actions
 
     schema = json.loads((captured["out"] / "guess_env" / "schema.json").read_text())["action"]
     assert sample_actions(schema)[0] == [c["action"] for c in cases]
@@ -460,7 +460,7 @@ def test_project_app_is_named_as_an_installed_module(tmp_path: Path) -> None:
 
 def test_seed_verdicts_from_traces() -> None:
     """The verdict rests on where the sessions differed; session ids are not a difference."""
-    from openenvgen.catalog.seed_check import verdict
+    from openenvgen.capture.seed_check import verdict
 
     def trace(board: str, secret: str, episode: str) -> list[tuple[str, Any]]:
         return [
@@ -518,7 +518,7 @@ def test_an_override_wrapper_keeps_the_envs_locked_versions(tmp_path: Path) -> N
 
 
 def test_times_an_env_measures_are_not_a_seed_difference() -> None:
-    from openenvgen.catalog.seed_check import verdict
+    from openenvgen.capture.seed_check import verdict
 
     def trace(took: float, board: str) -> list[tuple[str, Any]]:
         return [

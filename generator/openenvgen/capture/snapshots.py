@@ -1,4 +1,4 @@
-"""Make the catalog's snapshots from captures: `python -m openenvgen.catalog.snapshots DIR`.
+"""Make the catalog's snapshots from captures: `python -m openenvgen.capture.snapshots DIR`.
 
 DIR holds one capture per upstream env folder (`schema.json`, `metadata.json`, and for
 MCP envs `mcp_tools_list.json` or `tools.json`; see `recording`), as `openenv-gen capture`
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from openenvgen.capture.recording import INDEX_FILE, SEED_FILE
+from openenvgen.capture.seed_check import summary
 from openenvgen.catalog.reader import DATA, SEEDING_FILE, read_catalog
-from openenvgen.catalog.recording import INDEX_FILE, SEED_FILE
-from openenvgen.catalog.seed_check import summary
 from openenvgen_schemas.wire import interface_schemas, tools_of
 
 
@@ -103,10 +103,10 @@ def write_catalog(captures: Path, data: Path = DATA, *, echo: Callable[[str], No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m openenvgen.catalog.snapshots CAPTURES_DIR`: rewrite the embedded catalog."""
+    """`python -m openenvgen.capture.snapshots CAPTURES_DIR`: rewrite the embedded catalog."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m openenvgen.catalog.snapshots CAPTURES_DIR", file=sys.stderr)
+        print("usage: python -m openenvgen.capture.snapshots CAPTURES_DIR", file=sys.stderr)
         return 64
     write_catalog(Path(args[0]))
     return 0

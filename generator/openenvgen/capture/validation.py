@@ -15,7 +15,7 @@ that is the env's business, not validation's). An env that turns HTTP stepping o
 `VALIDATION_ERROR` is a rejection. A step that does not answer in time (an env waiting on a
 service that is not there) was accepted if the server still answers `/health`: openenv
 validates on its event loop before it steps in a worker thread.
-tests/generator/catalog/test_validation_equivalence.py replays every ruling against the
+tests/generator/capture/test_validation_equivalence.py replays every ruling against the
 generated models: they must accept exactly what the server accepted.
 
 Sampling is derandomised (hypothesis' `derandomize`), so a recapture of an unchanged
@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from openenvgen.catalog.ws_session import WSSession
+from openenvgen.capture.ws_session import WSSession
 from openenvgen_schemas.wire import health
 
 VALID = 24

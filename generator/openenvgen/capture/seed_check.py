@@ -30,7 +30,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from openenvgen.catalog.ws_session import WSSession
+from openenvgen.capture.ws_session import WSSession
 
 if TYPE_CHECKING:  # `typing.TypeIs` is 3.13+; typing_extensions is pydantic's, only for the checker here
     from typing_extensions import TypeIs

@@ -30,10 +30,10 @@ from typing import Any
 
 import httpx
 
+from openenvgen.capture.seed_check import measure_seed
+from openenvgen.capture.validation import record_rulings
+from openenvgen.capture.ws_session import WSSession
 from openenvgen.catalog.reader import CATALOG_TOML, entry_captured_from
-from openenvgen.catalog.seed_check import measure_seed
-from openenvgen.catalog.validation import record_rulings
-from openenvgen.catalog.ws_session import WSSession
 from openenvgen_schemas.modeldiff import is_mcp_action
 from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json
 

@@ -23,10 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from openenvgen.capture.recording import INDEX_FILE, SOURCE_FILE, plan_for, record, write_json
+from openenvgen.capture.snapshots import write_catalog
+from openenvgen.capture.stand_ins import setup_for
 from openenvgen.catalog.reader import CATALOG_TOML, entry_captured_from
-from openenvgen.catalog.recording import INDEX_FILE, SOURCE_FILE, plan_for, record, write_json
-from openenvgen.catalog.snapshots import write_catalog
-from openenvgen.catalog.stand_ins import setup_for
 from openenvgen.errors import SourceError, UsageError
 from openenvgen.sources.uv_server import (
     START_TIMEOUT_S,

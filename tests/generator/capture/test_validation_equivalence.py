@@ -3,7 +3,7 @@
 `openenv-gen capture` sent every captured upstream env (tests/fixtures/captures) actions
 sampled from its captured action schema, valid ones and near misses, and recorded what the
 server did with each, its rulings (`validation.json`: accepted, or its validation errors;
-see openenvgen/catalog/validation.py). Here each env's package is generated from its capture
+see openenvgen/capture/validation.py). Here each env's package is generated from its capture
 and every recorded ruling is replayed against the generated action model: it must accept what the
 server accepted and reject what the server rejected. Nothing is sampled here; the rulings
 are the servers'. The generated model's JSON schema must also equal the server's after the
@@ -20,7 +20,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from openenvgen import sources
-from openenvgen.catalog.snapshots import interface_from_capture
+from openenvgen.capture.snapshots import interface_from_capture
 from openenvgen.spec import EnvSpec, ServerInterface, build_spec
 from openenvgen_schemas.normalise import equivalent
 from openenvgen_testsupport.generating import import_generated
