@@ -19,14 +19,13 @@ and cProfile runs (where the time goes)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from common import bench_env, load_average, log, median, run_timed
+from profiling import importtime, profile
 
 from openenvgen_testsupport.paths import OPENENV_GEN
 
@@ -40,91 +39,6 @@ TARGET_NEW = 5.0
 """A new package (scaffold included), as a multiple of `--version` in the same run."""
 TARGET_AGAIN = 3.0
 """Regenerating in place, as a multiple of `--version` in the same run."""
-
-_PROFILE = r"""
-import cProfile, io, json, pstats, sys
-from openenvgen.cli import main
-sys.argv = ["openenv-gen", *sys.argv[1:]]
-prof = cProfile.Profile()
-prof.enable()
-try:
-    main()
-except SystemExit:
-    pass
-prof.disable()
-stats = pstats.Stats(prof)
-wanted = {
-    "memo_open": ("build/memo.py", "open"),
-    "memo_replay": ("build/memo.py", "replay"),
-    "fingerprint": ("build/memo.py", "fingerprint"),
-    "generate_package": ("build/package.py", "generate_package"),
-    "generate_models": ("codegen.py", "generate_models"),
-    "render_package": ("render.py", "render_package"),
-    "write_tree": ("writer.py", "write_tree"),
-    "resolve_spec": ("build/package.py", "resolve_spec"),
-    "dmcg_generate": ("datamodel_code_generator/__init__.py", "generate"),
-    "scaffold": ("build/scaffold.py", "render_scaffold"),
-    "next_steps": ("build/report.py", "next_steps"),
-    "cli_parse_args": ("openenvgen/commands.py", "parse_args"),
-    "diff_package": ("lifecycle/check.py", "diff_package"),
-}
-out = {"total": max(v[3] for v in stats.stats.values())}
-for key, (file_suffix, func) in wanted.items():
-    for (path, _line, name), (_cc, ncalls, _tt, ct, _callers) in stats.stats.items():
-        if name == func and path.replace("\\", "/").endswith(file_suffix):
-            out[key] = {"cumulative_s": round(ct, 4), "calls": ncalls}
-print(json.dumps(out), file=sys.stderr)
-"""
-
-
-def importtime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
-    """`python -X importtime`: total, self time grouped by top-level package, forbidden imports."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-c",
-            "import sys; from openenvgen.cli import main; sys.argv=['openenv-gen', *sys.argv[1:]]; main()",
-            *args,
-        ],
-        cwd=cwd,
-        env={**bench_env(), **(extra_env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    by_package: dict[str, int] = defaultdict(int)
-    modules: list[str] = []
-    for line in proc.stderr.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        # "import time:  self [us] | cumulative | <indent>module"
-        self_us, _cumulative, name = line[len("import time:") :].split("|", 2)
-        module = name.strip()
-        modules.append(module)
-        by_package[module.split(".")[0]] += int(self_us)
-    total_us = sum(by_package.values())
-    forbidden = sorted(m for m in modules if m in ("verifiers", "openenv") or m.startswith(("verifiers.", "openenv.")))
-    top = sorted(by_package.items(), key=lambda kv: -kv[1])[:12]
-    return {
-        "returncode": proc.returncode,
-        "modules_imported": len(modules),
-        "import_total_ms": round(total_us / 1000, 1),
-        "import_ms_by_package": {k: round(v / 1000, 1) for k, v in top},
-        "imports_verifiers_or_openenv": forbidden[:10],
-    }
-
-
-def profile(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = {**bench_env(), **(extra_env or {})}
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROFILE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
-    for line in reversed(proc.stderr.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    return {"error": proc.stderr[-2000:]}
 
 
 def run(quick: bool, workdir: Path) -> dict[str, Any]:

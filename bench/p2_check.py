@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common import bench_env, log, median, run_timed
-from p1_generate import importtime, profile
+from profiling import importtime, profile
 
 from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
 

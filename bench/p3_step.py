@@ -59,7 +59,7 @@ SEED = 20250
 ACTION = {"message": "[slate]"}
 
 
-def _generate_fixture_package(url: str, out_root: Path) -> Any:
+def generate_fixture_package(url: str, out_root: Path) -> Any:
     """The Wordle fixture's adapter package, generated from the live server, imported."""
     out = out_root / "benchwordle"
     proc = subprocess.run(
@@ -196,7 +196,7 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
     rounds = 2000 if quick else 5000
     per_session = 200
     with serve_app_subprocess("openenvgen_testsupport.fixture_envs:wordle_app", ready_path="/health") as url:
-        models = _generate_fixture_package(str(url), Path(tempfile.mkdtemp(prefix="p3-", dir=workdir)))
+        models = generate_fixture_package(str(url), Path(tempfile.mkdtemp(prefix="p3-", dir=workdir)))
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=models.WordGuessAction, action_schema=schema)
         assert space.parse(REPLY) == ACTION, space.parse(REPLY)

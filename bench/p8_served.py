@@ -7,7 +7,7 @@ workers rebuild the config (`resolve_env_config`), never call `load()`, and run 
 seat, the interception and `Env.run`. P8 does exactly that with verifiers' own
 `serve_env` (installed 0.4.0) and `EnvClient`:
 
-- the env server runs in its own process (`python bench/p8_served.py --serve ...`): with 1
+- the env server runs in its own process (`python bench/served_runs.py --serve ...`): with 1
   worker `serve_env` is a lone `EnvServer` in that process; with 2, a broker over a static
   pool of 2 spawned worker processes (`elastic=False`, as `--serve.pool.type static`);
 - this process is the orchestrator: it loads the taskset, keeps `concurrency` episodes in
@@ -47,16 +47,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,172 +61,17 @@ from common import (
     CONCURRENT_APP,
     DelayedModel,
     TreeSampler,
-    eval_env,
     load_average,
     log,
-    marked_pids,
     tree_cpu_s,
 )
-
-from openenvgen_schemas.processes import stop_process_group
+from served_runs import client_tasks, env_config, env_server, play
 
 TARGET_SPEEDUP = 10.0
 TARGET_CPU_PER_EPISODE = 0.05
 ROLLOUTS_PER_TASK = 4
 MEMORY_IN_FLIGHT = 128
 MEMORY_MODEL_DELAY_S = 2.0
-API_KEY_VAR = "SCRIPTED_API_KEY"
-
-
-def env_config(adapter: str, url: str, tasks: int) -> dict[str, Any]:
-    """The `[env]` table each side is served with."""
-    from p4_episodes import PACKAGE_ID, PLAYERS
-
-    resets = [{} for _ in range(tasks)]
-    if adapter == "runtime":
-        # As a user writes it: the package's own default `env` stays, `base_url` beside it.
-        return {"taskset": {"id": PACKAGE_ID, "base_url": url, "resets": resets}, "player": PLAYERS["in-process"]}
-    return {"taskset": {"id": "openenv", "base_url": url, "resets": resets}, "player": PLAYERS["null"]}
-
-
-# --------------------------------------------------------------------------- the server side
-
-
-def _log_setup() -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(processName)s %(name)s %(levelname)s %(message)s")
-
-
-def serve_main(config_file: str, workers: int, address: str) -> None:
-    """The env-server process: `serve_env` exactly as a trainer's env server calls it."""
-    from verifiers.v1.serve import serve_env
-
-    serve_env(
-        max_workers=workers,
-        elastic=False,
-        address=address,
-        log_setup=_log_setup,
-        config_data=json.loads(Path(config_file).read_text()),
-    )
-
-
-# --------------------------------------------------------------------------- the orchestrator side
-
-
-@contextmanager
-def env_server(
-    config_data: dict[str, Any],
-    workers: int,
-    out_dir: Path,
-    package_dir: Path,
-    marker: str,
-    *,
-    script: Path | None = None,
-    extra_args: Sequence[str] = (),
-) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """The env-server process (`script --serve`, this module's by default, with `extra_args`),
-    stopped with everything it started on exit."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    config_file = out_dir / "env_config.json"
-    config_file.write_text(json.dumps(config_data))
-    address = f"ipc://{out_dir}/env.sock"
-    env = eval_env(package_dir, **{marker: "1", API_KEY_VAR: "scripted"})
-    with open(out_dir / "server.log", "wb") as logfile:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(script or Path(__file__).resolve()),
-                "--serve",
-                str(config_file),
-                "--workers",
-                str(workers),
-                "--address",
-                address,
-                *extra_args,
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=logfile,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield proc, address
-        finally:
-            if proc.poll() is None:
-                stop_process_group(proc, grace=60)
-            for pid in marked_pids(marker):  # anything the server left behind
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-
-
-def _outcome(episode: Any) -> tuple[bool, bool, str | None]:
-    ok = bool(episode.ok)
-    reward = None
-    for trace in episode.traces:
-        r = (trace.rewards or {}).get("openenv_reward")
-        if r is not None:
-            reward = r.score
-    error = None
-    if not ok:
-        last = episode.last_error
-        error = (
-            (getattr(last, "type", None) or "error") + ": " + str(getattr(last, "message", last))[:160]
-            if last
-            else "not ok"
-        )
-    return ok, ok and reward == 1.0, error
-
-
-async def _play(address: str, task_data: list[dict[str, Any]], concurrency: int, model_url: str) -> dict[str, Any]:
-    from verifiers.v1.configs.client import EvalClientConfig
-    from verifiers.v1.serve import EnvClient
-    from verifiers.v1.types import SamplingConfig
-
-    client_config = EvalClientConfig(base_url=f"{model_url}/v1", api_key_var=API_KEY_VAR)
-    client = EnvClient(address)
-    gate = asyncio.Semaphore(concurrency)
-    counts = {"ok": 0, "successful": 0, "in_flight": 0, "peak_in_flight": 0}
-    errors: dict[str, int] = {}
-
-    async def one(data: dict[str, Any]) -> None:
-        async with gate:
-            counts["in_flight"] += 1
-            counts["peak_in_flight"] = max(counts["peak_in_flight"], counts["in_flight"])
-            try:
-                episode = await client.run(
-                    client=client_config, model="scripted-model", sampling=SamplingConfig(), task_data=data
-                )
-                ok, success, error = _outcome(episode)
-            except Exception as e:  # a failed request is a failed episode
-                ok, success, error = False, False, f"{type(e).__name__}: {str(e)[:160]}"
-            finally:
-                counts["in_flight"] -= 1
-            counts["ok"] += ok
-            counts["successful"] += success
-            if error:
-                errors[error] = errors.get(error, 0) + 1
-
-    try:
-        await client.wait_for_server_startup(timeout=300, interval=0.5)
-        started = time.perf_counter()
-        await asyncio.gather(*(one(d) for d in task_data))
-        wall = time.perf_counter() - started
-    finally:
-        await client.close()
-    return {**counts, "wall_s": wall, "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:5])}
-
-
-def client_tasks(env: dict[str, Any], rollouts: int) -> list[dict[str, Any]]:
-    """What prime-rl's orchestrator sends: the taskset loaded client-side, each task's data
-    dumped as JSON, `rollouts` times."""
-    import verifiers.v1 as vf
-    from verifiers.v1.utils.loaders import resolve_env_config
-
-    config = resolve_env_config(env)
-    taskset = vf.load_taskset(config.taskset)
-    return [task.data.model_dump(mode="json") for task in list(taskset) for _ in range(rollouts)]
 
 
 def served_run(
@@ -255,7 +94,7 @@ def served_run(
     load_before = load_average()
     spawned = time.perf_counter()
     with env_server(config_data, workers, out_dir, package_dir, marker) as (proc, address):
-        warm = asyncio.run(_play(address, episodes_data[:workers], workers, model_url))
+        warm = asyncio.run(play(address, episodes_data[:workers], workers, model_url))
         startup_wall = time.perf_counter() - spawned
         startup_cpu = tree_cpu_s(proc.pid, marker)
         sampler = TreeSampler(proc.pid, marker, interval=0.25)
@@ -263,7 +102,7 @@ def served_run(
         idle = sampler.result()
         sampler = TreeSampler(proc.pid, marker, interval=0.25)
         with sampler:
-            played = asyncio.run(_play(address, episodes_data, concurrency, model_url))
+            played = asyncio.run(play(address, episodes_data, concurrency, model_url))
         run_cpu = tree_cpu_s(proc.pid, marker) - startup_cpu
         alive = proc.poll() is None
     n = len(episodes_data)
@@ -306,7 +145,7 @@ def memory_run(
     env: dict[str, Any], *, episodes_data: list[dict[str, Any]], package_dir: Path, out_dir: Path
 ) -> dict[str, Any]:
     """Ours on one worker, MEMORY_IN_FLIGHT episodes in flight at once (slow model)."""
-    from p4_episodes import SCRIPT
+    from vf_eval_runs import SCRIPT
 
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
@@ -332,7 +171,7 @@ def in_process_run(
     url: str, *, tasks: int, rollouts: int, concurrency: int, model_url: str, package_dir: Path, out_dir: Path
 ) -> dict[str, Any]:
     """Ours through `vf-eval` in one process: same tasks, rollouts and concurrency."""
-    from p4_episodes import run_eval
+    from vf_eval_runs import run_eval
 
     return run_eval(
         "runtime",
@@ -348,7 +187,7 @@ def in_process_run(
 
 
 def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dict[str, Any]]:
-    from p4_episodes import generate_package, scripted_model, uv_server
+    from vf_eval_runs import generate_package, scripted_model, uv_server
 
     tasks = 8 if quick else 64
     concurrency = 32
@@ -459,13 +298,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--serve", metavar="CONFIG_JSON", help=argparse.SUPPRESS)
-    parser.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
-    parser.add_argument("--address", help=argparse.SUPPRESS)
     ns = parser.parse_args()
-    if ns.serve:
-        serve_main(ns.serve, ns.workers, ns.address)
-        return
     print(json.dumps(run(ns.quick, Path(tempfile.mkdtemp(prefix="bench-p8-"))), indent=2, default=str))
 
 

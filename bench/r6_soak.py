@@ -65,7 +65,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import p8_served
+import served_runs
 from common import BENCH, CONCURRENT_APP, load_average, log, tree_cpu_s, tree_pids
 
 TARGET_MEMORY_DRIFT = 0.05
@@ -154,14 +154,14 @@ def _probe_loop(probe_dir: Path, use_tracemalloc: bool) -> None:
 
 
 def serve_main(config_file: str, address: str, probe_dir: str, use_tracemalloc: bool) -> None:
-    """The env-server process: P8's (`serve_env` as a trainer's env server calls it, one
+    """The env-server process: P8's (bench/served_runs.py: `serve_env` as a trainer's env server calls it, one
     worker), plus the object-count probe thread."""
     if use_tracemalloc:
         import tracemalloc
 
         tracemalloc.start(1)
     threading.Thread(target=_probe_loop, args=(Path(probe_dir), use_tracemalloc), name="r6-probe", daemon=True).start()
-    p8_served.serve_main(config_file, 1, address)
+    served_runs.serve_main(config_file, 1, address)
 
 
 # --------------------------------------------------------------------------- the orchestrator side
@@ -171,11 +171,11 @@ def serve_main(config_file: str, address: str, probe_dir: str, use_tracemalloc: 
 def env_server(
     config_data: dict[str, Any], out_dir: Path, package_dir: Path, marker: str, use_tracemalloc: bool
 ) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
-    """P8's env server on one worker, started by this module (with its probe)."""
+    """P8's env server (bench/served_runs.py) on one worker, started by this module (with its probe)."""
     probe_dir = out_dir / "probe"
     probe_dir.mkdir(parents=True, exist_ok=True)
     extra = ["--probe-dir", str(probe_dir)] + (["--tracemalloc"] if use_tracemalloc else [])
-    with p8_served.env_server(
+    with served_runs.env_server(
         config_data, 1, out_dir, package_dir, marker, script=Path(__file__).resolve(), extra_args=extra
     ) as (proc, address):
         yield proc, address, probe_dir
@@ -438,8 +438,8 @@ def run(
     use_tracemalloc: bool = False,
     package_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
-    from p4_episodes import SCRIPT, generate_package, uv_server
-    from p8_served import client_tasks, env_config
+    from served_runs import client_tasks, env_config
+    from vf_eval_runs import SCRIPT, generate_package, uv_server
 
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app

@@ -15,6 +15,10 @@ lists each run's command, commit (and what the tree held beyond it), date and lo
 which run each headline row comes from. Nothing in it is edited by hand. Its method text
 is each benchmark module's docstring.
 
+Each benchmark is in the module named after its id (p1_generate.py, ..., p5_shared_server.py
+for P5 and its variants, hooks.py for HOOKS-P3/P6/P8); what several share is in common.py,
+profiling.py, vf_eval_runs.py (a measured vf-eval run) and served_runs.py (a served env).
+
 Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
 (no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
 N = 2 instead of 4 on `null`, no P5-single, R4 at 64@16 instead of 256@64, P8 8 tasks
@@ -37,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENCH, fmt_ratio, git_state, load_average, log, machine
+from common import BENCH, CONCURRENT_APP, fmt_ratio, git_state, load_average, log, machine
 
 FAILED_TITLE = "(failed to run)"
 """The title of a benchmark's row when it broke; the page may take it from another run."""
@@ -71,9 +75,7 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
             results += _guarded(name, lambda n=name: _run_one(n, quick, workdir))
     episodic = tuple(n for n in ("P4", "P5", "P6", "P5-single") if n in only)
     if episodic:
-        import p4_episodes
-
-        results += _guarded("P4/P5", lambda: p4_episodes.run(quick, workdir, episodic))
+        results += _guarded("P4/P5", lambda: _episodic(quick, workdir, episodic))
     if "R4" in only:
         import r4_fleet
 
@@ -93,15 +95,39 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
 
         results += _guarded("R6", lambda: r6_soak.run(quick, workdir))
     if "HOOKS" in only:
-        import p9_typed_hooks
+        import hooks
 
-        results += _guarded("HOOKS", lambda: p9_typed_hooks.run(quick, workdir))
+        results += _guarded("HOOKS", lambda: hooks.run(quick, workdir))
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
     if not keep:
         shutil.rmtree(workdir, ignore_errors=True)
     return {"machine": info, "results": results}
+
+
+def _episodic(quick: bool, workdir: Path, which: tuple[str, ...]) -> list[dict[str, Any]]:
+    """P4, P5, P6 and P5-single (full runs only) on one generated package and one scripted
+    model, P5 and P6 on one shared server (see P5's note on the concurrent-session app)."""
+    import p4_uv_launch
+    import p5_shared_server
+    import p6_cpu
+    from vf_eval_runs import generate_package, scripted_model, uv_server
+
+    package_dir = generate_package(workdir)
+    results = []
+    with scripted_model() as model_url:
+        if "P4" in which:
+            results.append(p4_uv_launch.run(quick, workdir, package_dir, model_url))
+        if "P5" in which or "P6" in which:
+            with uv_server(CONCURRENT_APP, env_vars={"PYTHONPATH": str(BENCH / "envs")}) as url:
+                if "P5" in which:
+                    results += p5_shared_server.run(quick, workdir, package_dir, model_url, url)
+                if "P6" in which:
+                    results.append(p6_cpu.run(quick, workdir, package_dir, model_url, url))
+        if "P5-single" in which and not quick:
+            results.append(p5_shared_server.run_single(workdir, package_dir, model_url))
+    return results
 
 
 def _guarded(name: str, fn: Any) -> list[dict[str, Any]]:
@@ -134,12 +160,16 @@ METHOD_MODULES = (
     "p1_generate",
     "p2_check",
     "p3_step",
-    "p4_episodes",
+    "vf_eval_runs",
+    "p4_uv_launch",
+    "p5_shared_server",
+    "p6_cpu",
     "r4_fleet",
     "r5_cluster",
+    "served_runs",
     "p8_served",
     "r6_soak",
-    "p9_typed_hooks",
+    "hooks",
 )
 """Whose docstrings are the method text of RESULTS.md: each beside the code that measures."""
 

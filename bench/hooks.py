@@ -40,12 +40,12 @@ nothing typed records nothing more and renders as before).
   I/O (µs per call, best of 5, taking turns), with the ratio they alone would give, and
   cProfile of c's turn says where its time goes.
 - **P6** (CPU-s per episode of the whole `vf-eval` process tree, in-process seat; P6's method
-  in bench/p4_episodes.py): one shared server (the concurrent guess-the-number app via
+  in bench/p6_cpu.py): one shared server (the concurrent guess-the-number app via
   OpenEnv's UV provider), the scripted model, per variant runs of N and 4N episodes
   (N = 64, concurrency 16); per pair (CPU(4N) − CPU(N)) / 3N. 2 repeats (5 without
   --quick); in each, the N runs of all variants, then the 4N runs (sizes swapped on odd
   repeats), the variants' order rotating. Ratios are of the medians over the repeats.
-- **P8** (served through verifiers' `serve_env` + `EnvClient`; bench/p8_served.py's env server
+- **P8** (served through verifiers' `serve_env` + `EnvClient`; bench/served_runs.py's env server
   and orchestrator): one env server (1 worker) per variant, all up at once on the same
   shared OpenEnv server; after a warm-up episode each, rounds of 64 episodes (16 tasks × 4
   rollouts; 256 = 64 × 4 without --quick) at 32 in flight, every variant once per round,
@@ -418,9 +418,9 @@ def _p3_package(url: str, workdir: Path) -> tuple[Any, Any, Path]:
     """The Wordle package (bench/p3_step.py's), its taskset module and its module dir."""
     import importlib
 
-    from p3_step import _generate_fixture_package
+    from p3_step import generate_fixture_package
 
-    models = _generate_fixture_package(url, Path(tempfile.mkdtemp(prefix="hooks-p3-", dir=workdir)))
+    models = generate_fixture_package(url, Path(tempfile.mkdtemp(prefix="hooks-p3-", dir=workdir)))
     # If P3 ran first in this process its package is the one imported: its files are the ones used.
     module_dir = Path(models.__file__).parent
     taskset = importlib.import_module(f"{models.__name__.rpartition('.')[0]}.taskset")
@@ -555,7 +555,7 @@ def p3(quick: bool, workdir: Path) -> dict[str, Any]:
 
 def _packages(workdir: Path) -> dict[str, Path]:
     """The guess-the-number package as generated (a, a′), and copies with b's and c's custom.py."""
-    from p4_episodes import generate_package
+    from vf_eval_runs import generate_package
 
     root = workdir / "hooks"
     root.mkdir(parents=True, exist_ok=True)
@@ -611,7 +611,7 @@ def _guess_episode_work(dirs: dict[str, Path]) -> dict[str, float]:
     import importlib
     import importlib.util
 
-    from p4_episodes import SCRIPT
+    from vf_eval_runs import SCRIPT
 
     from openenvgen_runtime.actions import ActionSpace
     from openenvgen_runtime.extensions import load_extension
@@ -670,7 +670,7 @@ def _expected(work_us: dict[str, float], a_cpu_s: float) -> dict[str, float | No
 def p6(
     quick: bool, workdir: Path, dirs: dict[str, Path], model_url: str, url: str, work: dict[str, float]
 ) -> dict[str, Any]:
-    from p4_episodes import run_eval
+    from vf_eval_runs import run_eval
 
     n, repeats = 64, (2 if quick else 5)
     load_before = load_average()
@@ -741,7 +741,7 @@ def p6(
 
 async def _served_scores(address: str, data: dict[str, Any], model_url: str) -> dict[str, float]:
     """One episode through `EnvClient` (the warm-up): its rewards and metrics."""
-    from p8_served import API_KEY_VAR
+    from served_runs import API_KEY_VAR
     from verifiers.v1.configs.client import EvalClientConfig
     from verifiers.v1.serve import EnvClient
     from verifiers.v1.types import SamplingConfig
@@ -767,7 +767,8 @@ async def _served_scores(address: str, data: dict[str, Any], model_url: str) -> 
 def p8(
     quick: bool, workdir: Path, dirs: dict[str, Path], model_url: str, url: str, work: dict[str, float]
 ) -> dict[str, Any]:
-    from p8_served import ROLLOUTS_PER_TASK, _play, client_tasks, env_config, env_server
+    from p8_served import ROLLOUTS_PER_TASK
+    from served_runs import client_tasks, env_config, env_server, play
     from verifiers.v1.serve import env_config_data
     from verifiers.v1.utils.loaders import resolve_env_config
 
@@ -793,7 +794,7 @@ def p8(
             for variant in VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]:
                 proc, address, marker = servers[variant]
                 before = tree_cpu_s(proc.pid, marker)
-                result = asyncio.run(asyncio.wait_for(_play(address, data, concurrency, model_url), timeout=900))
+                result = asyncio.run(asyncio.wait_for(play(address, data, concurrency, model_url), timeout=900))
                 cpu[variant].append(tree_cpu_s(proc.pid, marker) - before)
                 if result["ok"] != len(data) or result["successful"] != len(data):
                     raise RuntimeError(f"P8 {variant}: {result['ok']}/{len(data)} ok, errors {result['errors']}")
@@ -845,7 +846,7 @@ def p8(
 
 
 def run(quick: bool, workdir: Path, only: tuple[str, ...] = ("P3", "P6", "P8")) -> list[dict[str, Any]]:
-    from p4_episodes import scripted_model, uv_server
+    from vf_eval_runs import scripted_model, uv_server
 
     results: list[dict[str, Any]] = []
     if "P3" in only:
