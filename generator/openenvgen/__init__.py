@@ -1,6 +1,6 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle < commands <
+Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle, doctor < commands <
 maintainer_commands, play_command < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
@@ -12,6 +12,7 @@ maintainer_commands, play_command < cli
 - `capture`: upstream envs' servers recorded, and the catalog's data rewritten from the records;
 - `generation`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
+- `doctor`: `doctor`'s report (a versioned JSON document) and its terminal, JSON and HTML forms;
 - `commands`: the `openenv-gen` commands, a thin typer layer over the rest;
 - `maintainer_commands`: `publish` and `capture`, added to that typer app;
 - `play_command`: `play`, added to it too (it runs the runtime's player in a child process);
