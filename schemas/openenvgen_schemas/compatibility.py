@@ -2,18 +2,26 @@
 
 `diff_schemas(old, new, where=..., direction=...)` compares two schemas after
 `openenvgen_schemas.normalise` (local `$ref`s inlined, `title`s dropped, descriptions'
-whitespace collapsed), keyword by keyword. An *input* (what the model sends: an action, a
-tool's arguments) breaks its senders when it accepts less; an *output* (what the server
-sends back: an observation) breaks its readers when it may hold more:
+whitespace collapsed), keyword by keyword. Each change is rated by what code written against
+the old models does with the new ones: fails to type-check or to run → major; reads and
+builds the same or more → minor; text only → patch. An *input* (what the model sends: an
+action, a tool's arguments) is built, so accepting less breaks its senders; an *output* (what
+the server sends back: an observation) is read, so holding more breaks its readers:
 
-| change                                                                     | input | output |
-|----------------------------------------------------------------------------|-------|--------|
-| accepts less: type or bound narrowed, field newly required, value removed  | major | minor  |
-| accepts more: type or bound widened, field no longer required, value added | minor | major  |
-| field removed, incompatible retype, unclassified keyword changed           | major | major  |
-| required field added                                                       | major | minor  |
-| optional field added                                                       | minor | minor  |
-| description, examples, default                                             | patch | patch  |
+| change                                                                      | input | output |
+|-----------------------------------------------------------------------------|-------|--------|
+| accepts less: type or bound narrowed, field newly required, value removed   | major | minor  |
+| accepts more: type or bound widened, value added                            | minor | major  |
+| field no longer required: left out, the model holds `MISSING`               | minor | major  |
+| ... or a default of its own type (a reader still reads a value of that type)| minor | minor  |
+| ... or a default of another type (`null` for an `int`)                      | minor | major  |
+| default removed from a field that is not required (`T` → `T | MISSING`)     | patch | major  |
+| additional properties no longer allowed (`additionalProperties: false`)     | major | minor  |
+| additional properties now allowed (models drop undeclared keys: same reads) | minor | minor  |
+| field removed, incompatible retype, unclassified keyword changed            | major | major  |
+| required field added                                                        | major | minor  |
+| optional field added                                                        | minor | minor  |
+| description, examples, default (of the field's own type, where read)        | patch | patch  |
 
 A change this module cannot classify counts as major: under-reporting a break is the
 expensive mistake.
@@ -26,6 +34,17 @@ from typing import Any, Literal
 
 from openenvgen_schemas.changes import ABSENT, Change, Impact, field_path, short, value_change
 from openenvgen_schemas.normalise import normalise
+from openenvgen_schemas.schema_types import (
+    allowed_values,
+    branches_by_type,
+    covers,
+    json_types,
+    listed_values,
+    show_types,
+    subset,
+    union_branches,
+)
+from openenvgen_schemas.schema_types import narrowest_json_type as narrowest_json_type  # tests read it here
 
 Direction = Literal["input", "output"]
 
@@ -41,7 +60,6 @@ RESTRICTIONS = ("pattern", "format", "multipleOf", "contentEncoding", "contentMe
 _TYPE_KEYS = frozenset({"type", "anyOf", "oneOf", "const", "enum"})
 _OBJECT_KEYS = frozenset({"properties", "required", "additionalProperties"})
 _ARRAY_KEYS = frozenset({"items", "prefixItems"})
-_JSON_TYPES = ("boolean", "integer", "number", "string", "array", "object", "null")
 
 
 def diff_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str, direction: Direction) -> list[Change]:
@@ -75,11 +93,11 @@ def _compare(old: Any, new: Any, path: str, direction: Direction, out: list[Chan
         # `true`/`false` schemas, or garbage: only equality is meaningful.
         out.append(Change("major", path, f"schema replaced: {short(old)} → {short(new)}"))
         return
-    if (_branches(old) is None) != (_branches(new) is None):
+    if (union_branches(old) is None) != (union_branches(new) is None):
         # A plain schema became a union (`T` → `T | None`) or back: view the plain one as
         # a union too, so its constraints are compared with the matching branch.
         key = "anyOf" if "anyOf" in old or "anyOf" in new else "oneOf"
-        old, new = (_as_union(old, key), new) if _branches(old) is None else (old, _as_union(new, key))
+        old, new = (_as_union(old, key), new) if union_branches(old) is None else (old, _as_union(new, key))
     start = len(out)
     keys = old.keys() | new.keys()
     differing = {k for k in keys if old.get(k, ABSENT) != new.get(k, ABSENT)}
@@ -135,137 +153,22 @@ def _compare_bound(key: str, before: Any, after: Any, path: str, direction: Dire
         out.append(Change(impact, path, f"constraint {word}: {key} {short(before)} → {short(after)}"))
 
 
-# Types: what JSON types a schema accepts ("integer" is a subset of "number").
-
-
-def narrowest_json_type(value: Any) -> str:
-    """The narrowest JSON Schema type accepting the JSON value `value`: a whole `1.0` is an "integer"."""
-    # JSON Schema types a number by its value, not its spelling, so `{"const": 1.0}` accepts
-    # only an integer; "number" here would rate `integer` → `const 1.0` a widening.
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _types(schema: Any) -> frozenset[str] | None:
-    """The JSON types a schema accepts; None when unrestricted."""
-    if not isinstance(schema, dict):
-        return None if schema is not False else frozenset()
-    found: frozenset[str] | None = None
-    if "const" in schema:
-        found = frozenset({narrowest_json_type(schema["const"])})
-    elif isinstance(schema.get("enum"), list):
-        found = frozenset(narrowest_json_type(v) for v in schema["enum"])
-    elif isinstance(schema.get("type"), str):
-        found = frozenset({schema["type"]})
-    elif isinstance(schema.get("type"), list):
-        found = frozenset(t for t in schema["type"] if isinstance(t, str))
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list):
-            union: set[str] = set()
-            for branch in branches:
-                sub = _types(branch)
-                if sub is None:
-                    union = set(_JSON_TYPES)
-                    break
-                union |= sub
-            found = frozenset(union) if found is None else found & frozenset(union)
-    return found
-
-
-def _covers(types: frozenset[str], t: str) -> bool:
-    """Whether `types` accept type `t` (an "integer" is a "number")."""
-    return t in types or (t == "integer" and "number" in types)
-
-
-def _subset(a: frozenset[str] | None, b: frozenset[str] | None) -> bool:
-    """Whether everything of types `a` is accepted by types `b`."""
-    if b is None:
-        return True
-    if a is None:
-        return False
-    return all(_covers(b, t) for t in a)
-
-
-def _show_types(types: frozenset[str] | None) -> str:
-    """`string | null`, `any` or `nothing`; JSON's types in a fixed order, any others sorted."""
-    if types is None:
-        return "any"
-    if not types:
-        return "nothing"
-    if types <= set(_JSON_TYPES):
-        return " | ".join(sorted(types, key=_JSON_TYPES.index))
-    return " | ".join(sorted(types))
-
-
-def _values(schema: dict[str, Any]) -> set[str] | None:
-    """The values a `const`/`enum` allows, as JSON text (comparable as a set); None when unlisted."""
-    if "const" in schema:
-        return {json.dumps(schema["const"], sort_keys=True)}
-    if isinstance(schema.get("enum"), list):
-        return {json.dumps(v, sort_keys=True) for v in schema["enum"]}
-    return None
-
-
-def _listed_values(schema: dict[str, Any]) -> list[Any] | None:
-    """The values a `const`/`enum` allows, as listed; None when unlisted."""
-    if "const" in schema:
-        return [schema["const"]]
-    if isinstance(schema.get("enum"), list):
-        return list(schema["enum"])
-    return None
-
-
-def _branches(schema: dict[str, Any]) -> list[Any] | None:
-    """The `anyOf`/`oneOf` alternatives of a schema; None when it has none."""
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list):
-            return branches
-    return None
-
-
-def _by_type(branches: list[Any]) -> dict[str, Any] | None:
-    """Branches keyed by their single JSON type; None if any is untyped or shares a type."""
-    out: dict[str, Any] = {}
-    for branch in branches:
-        types = _types(branch)
-        if types is None or len(types) != 1:
-            return None
-        (t,) = types
-        if t in out:
-            return None
-        out[t] = branch
-    return out
-
-
 def _compare_types(
     old: dict[str, Any], new: dict[str, Any], path: str, direction: Direction, out: list[Change]
 ) -> None:
     """What the type keywords (`type`, `const`, `enum`, `anyOf`, `oneOf`) let through, compared."""
-    before, after = _types(old), _types(new)
+    before, after = json_types(old), json_types(new)
     if before != after:
-        shown = f"{_show_types(before)} → {_show_types(after)}"
-        if _subset(after, before):
+        shown = f"{show_types(before)} → {show_types(after)}"
+        if subset(after, before):
             out.append(Change(_restricts(direction), path, f"type narrowed: {shown}"))
-        elif _subset(before, after):
+        elif subset(before, after):
             out.append(Change(_relaxes(direction), path, f"type widened: {shown}"))
         else:
             out.append(Change("major", path, f"retyped: {shown}"))
-    values_before, values_after = _values(old), _values(new)
+    values_before, values_after = allowed_values(old), allowed_values(new)
     if values_before != values_after:
-        listed_before, listed_after = _listed_values(old), _listed_values(new)
+        listed_before, listed_after = listed_values(old), listed_values(new)
         if values_before is not None and values_after is None:
             what = f"allowed values no longer restricted (were {_show_values(values_before)})"
             out.append(Change(_relaxes(direction), path, what, listed_before, None))
@@ -281,10 +184,10 @@ def _compare_types(
             if added:
                 what = f"allowed values added: {_show_values(added)} ({shown})"
                 out.append(Change(_relaxes(direction), path, what, listed_before, listed_after))
-    branches_before, branches_after = _branches(old), _branches(new)
+    branches_before, branches_after = union_branches(old), union_branches(new)
     if branches_before == branches_after or branches_before is None or branches_after is None:
         return
-    keyed_before, keyed_after = _by_type(branches_before), _by_type(branches_after)
+    keyed_before, keyed_after = branches_by_type(branches_before), branches_by_type(branches_after)
     if keyed_before is not None and keyed_after is not None:
         for t in sorted(keyed_before.keys() & keyed_after.keys()):
             _compare(keyed_before[t], keyed_after[t], path, direction, out)
@@ -325,7 +228,7 @@ def _compare_object(
     for name in sorted(props_before.keys() - props_after.keys()):
         out.append(Change("major", field_path(path, name), "field removed"))
     for name in sorted(props_after.keys() - props_before.keys()):
-        shown = _show_types(_types(props_after[name]))
+        shown = show_types(json_types(props_after[name]))
         if direction == "input":
             if name in required_after:
                 out.append(Change("major", field_path(path, name), f"required field added ({shown})"))
@@ -336,12 +239,12 @@ def _compare_object(
             out.append(Change("minor", field_path(path, name), f"{kind} ({shown})"))
     for name in sorted(props_before.keys() & props_after.keys()):
         was, now = name in required_before, name in required_after
-        if not was and now:
-            what = "field newly required" if direction == "input" else "field now always present"
-            out.append(Change(_restricts(direction), field_path(path, name), what))
+        if direction == "output":
+            _compare_presence(props_before[name], props_after[name], was, now, field_path(path, name), out)
+        elif not was and now:
+            out.append(Change("major", field_path(path, name), "field newly required"))
         elif was and not now:
-            what = "field no longer required" if direction == "input" else "field may now be absent"
-            out.append(Change(_relaxes(direction), field_path(path, name), what))
+            out.append(Change("minor", field_path(path, name), "field no longer required"))
         _compare(props_before[name], props_after[name], field_path(path, name), direction, out)
     # `required` naming a property the schema does not declare (allowed by JSON schema).
     for name in sorted((required_after - required_before) - props_after.keys() - props_before.keys()):
@@ -353,13 +256,58 @@ def _compare_object(
         if extra_after is False:
             out.append(Change(_restricts(direction), path, "additional properties no longer allowed"))
         elif extra_before is False:
-            out.append(Change(_relaxes(direction), path, "additional properties now allowed"))
+            # Either way a reader gets the same fields (the models drop undeclared keys), and
+            # a sender may send more: minor.
+            out.append(Change("minor", path, "additional properties now allowed"))
         elif extra_before is True:
             out.append(Change(_restricts(direction), path, "additional properties now constrained"))
         elif extra_after is True:
             out.append(Change(_relaxes(direction), path, "additional properties no longer constrained"))
         else:
             _compare(extra_before, extra_after, f"{path}.*", direction, out)
+
+
+_UNSET = object()
+"""An output field's value when the server leaves it out and it has no default: the model's `MISSING`."""
+
+
+def _when_absent(schema: Any, required: bool) -> Any:
+    """What a reader finds in an output field the server left out: None for a required one
+    (never left out), its `default` ([value]), else `_UNSET`."""
+    if required:
+        return None
+    if isinstance(schema, dict) and "default" in schema:
+        return [schema["default"]]
+    return _UNSET
+
+
+def _holds(schema: Any, absent: Any, value: Any) -> bool:
+    """Whether a reader of the field `schema` (left out: `absent`) has seen `value` before: a
+    value of its type (and listed values), or its default."""
+    text = json.dumps(value, sort_keys=True)
+    if isinstance(absent, list) and json.dumps(absent[0], sort_keys=True) == text:
+        return True
+    types, listed = json_types(schema), allowed_values(schema) if isinstance(schema, dict) else None
+    return (types is None or covers(types, narrowest_json_type(value))) and (listed is None or text in listed)
+
+
+def _compare_presence(before: Any, after: Any, was: bool, now: bool, path: str, out: list[Change]) -> None:
+    """An output field's requiredness and default, as its readers see them: what the model
+    holds when the server leaves the field out (`MISSING` without a default)."""
+    absent_before, absent_after = _when_absent(before, was), _when_absent(after, now)
+    if absent_after is _UNSET and absent_before is not _UNSET:
+        what = "field may now be absent" + (" (its default removed)" if absent_before is not None else "")
+        out.append(Change("major", path, what))
+    elif isinstance(absent_after, list) and not _holds(before, absent_before, absent_after[0]):
+        what = f"field may now be absent (then {short(absent_after[0])}, not a value it held before)"
+        out.append(Change("major", path, what))
+    elif absent_before is _UNSET and absent_after is not _UNSET:
+        out.append(Change("minor", path, "field now always present"))
+    elif was and not now:
+        # Old readers still read a value of the type they know, old senders still send it.
+        out.append(Change("minor", path, f"field no longer required (defaults to {short(absent_after[0])})"))
+    elif now and not was:
+        out.append(Change("minor", path, "field now always present (required)"))
 
 
 def _compare_arrays(
@@ -369,7 +317,7 @@ def _compare_arrays(
     if old.get("items", ABSENT) != new.get("items", ABSENT):
         before, after = old.get("items", True), new.get("items", True)
         if before is True and isinstance(after, dict):
-            what = f"items now constrained ({_show_types(_types(after))})"
+            what = f"items now constrained ({show_types(json_types(after))})"
             out.append(Change(_restricts(direction), f"{path}[]", what))
         elif after is True and isinstance(before, dict):
             out.append(Change(_relaxes(direction), f"{path}[]", "items no longer constrained"))

@@ -4,21 +4,29 @@
 MCP tool list (names, descriptions, argument schemas), the observation schema, the env's
 metadata and defaults. Each schema is compared by `compatibility.diff_schemas` (after
 `normalise`), so each difference gets a path (`action.target.x`, `tools.add.a`,
-`observation.board`) and an impact:
+`observation.board`) and an impact, rated by what code written against the old models does
+with the new ones: fails to type-check or to run → major; reads (an observation) or builds
+(an action, a tool call) the same or more → minor; text only → patch (`compatibility` has
+the full table):
 
 | impact | inputs (action, tool arguments)                  | outputs (observation)                 |
 |--------|--------------------------------------------------|---------------------------------------|
 | major  | required field added; field or tool removed;     | field removed; field may now be       |
-|        | optional field now required; type or constraint  | absent; type or constraint widened;   |
-|        | narrowed; incompatible retype; typed ↔ MCP       | incompatible retype                   |
-| minor  | optional field or tool added; required field now | field added; field now always         |
-|        | optional; type or constraint widened             | present; type or constraint narrowed  |
+|        | optional field now required; type or constraint  | absent (no default, or one of another |
+|        | narrowed; extra keys no longer allowed;          | type); type or constraint widened;    |
+|        | incompatible retype; typed ↔ MCP                 | incompatible retype                   |
+| minor  | optional field or tool added; required field now | field added; field now always present |
+|        | optional; type or constraint widened; extra keys | or defaulted to a value of its type;  |
+|        | allowed                                          | type or constraint narrowed; extra    |
+|        |                                                  | keys allowed or no longer allowed     |
 | patch  | descriptions, examples, defaults, metadata, env defaults                                 |
 
 A union action (`oneOf`/`anyOf` of object models) is compared member by member, paired by
 discriminator value or title (`action[call_tool].tool_name`): a member added is minor, one
-removed is major. The reset observation (`reset_observation`, where the server serves one;
-else the step observation) is an output like the observation.
+removed is major. The reset observation (`reset_observation`, where the server serves one
+that is not the step observation's schema) is an output like the observation; where both
+versions' reset observation is the step observation, each change is reported once, under
+`observation`.
 
 A change of the env's identity (its name, package, env id, or the name `/metadata` reports)
 is rated major and flagged as a warning: the package may be pointed at a different
@@ -56,7 +64,7 @@ from openenvgen_schemas.changes import (
 )
 from openenvgen_schemas.compatibility import diff_schemas
 from openenvgen_schemas.docstrings import tool_summary, with_documented_args
-from openenvgen_schemas.normalise import UNION_KEYS, UnionMember, tag_value, union_members
+from openenvgen_schemas.normalise import UNION_KEYS, UnionMember, normalise, tag_value, union_members
 
 __all__ = [
     # The diff's result types live in `changes`; they are the diff's public API, so named here too.
@@ -153,10 +161,12 @@ def diff_interfaces(old: Interface, new: Interface) -> list[Change]:
         out += diff_actions(old.action_schema, new.action_schema)
         out += _diff_tools(old.tools or (), new.tools or ())
     out += diff_schemas(old.observation_schema, new.observation_schema, where="observation", direction="output")
-    reset_before = getattr(old, "reset_observation_schema", None)
-    reset_after = getattr(new, "reset_observation_schema", None)
+    # No `reset_observation` in `/schema` means reset returns a step observation; so does one
+    # that is the step observation's schema (its model is an alias of the step's). When both
+    # versions' are the step's, the observation's changes are the reset's: reported once.
+    reset_before = _reset_observation(old)
+    reset_after = _reset_observation(new)
     if reset_before is not None or reset_after is not None:
-        # No `reset_observation` in `/schema` means reset returns a step observation.
         out += diff_schemas(
             reset_before if reset_before is not None else old.observation_schema,
             reset_after if reset_after is not None else new.observation_schema,
@@ -164,6 +174,14 @@ def diff_interfaces(old: Interface, new: Interface) -> list[Change]:
             direction="output",
         )
     return out
+
+
+def _reset_observation(interface: Interface) -> dict[str, Any] | None:
+    """The reset observation's schema when it is not the step observation's; else None."""
+    schema: dict[str, Any] | None = getattr(interface, "reset_observation_schema", None)
+    if schema is None or normalise(schema) == normalise(interface.observation_schema):
+        return None
+    return schema
 
 
 def diff_actions(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:

@@ -216,6 +216,24 @@ INPUT_CASES = [
         [("minor", "action", "additional properties now allowed")],
     ),
     (
+        "a nested object starts forbidding extra keys (a sender's extra key now fails to build)",
+        obj(t=obj(("x",), x=INT)),
+        obj(t=obj(("x",), x=INT, extra={"additionalProperties": False})),
+        [("major", "action.t", "additional properties no longer allowed")],
+    ),
+    (
+        "a nested object stops forbidding extra keys",
+        obj(t=obj(("x",), x=INT, extra={"additionalProperties": False})),
+        obj(t=obj(("x",), x=INT)),
+        [("minor", "action.t", "additional properties now allowed")],
+    ),
+    (
+        "no longer required, with a default (inputs: optional either way)",
+        obj(("a",), a=INT),
+        obj(a={**INT, "default": None}),
+        [("minor", "action.a", "field no longer required"), ("patch", "action.a", "default changed")],
+    ),
+    (
         "nested required field added",
         obj(t=obj(("x",), x=INT)),
         obj(t=obj(("x", "y"), x=INT, y=INT)),
@@ -283,6 +301,92 @@ OUTPUT_CASES = [
     ),
     ("field removed", obj(("a",), a=STR, b=INT), obj(("a",), a=STR), [("major", "observation.b", "field removed")]),
     ("may now be absent", obj(("a",), a=STR), obj(a=STR), [("major", "observation.a", "field may now be absent")]),
+    # A field a reader finds left out holds its default, else MISSING (`T | MISSING`).
+    (
+        "no longer required, defaulted to a value of its own type: old readers read an int still",
+        obj(("a",), a=INT),
+        obj(a={**INT, "default": 0}),
+        [
+            ("minor", "observation.a", "field no longer required (defaults to 0)"),
+            ("patch", "observation.a", "default changed: absent → 0"),
+        ],
+    ),
+    (
+        "no longer required, defaulted to one of its listed values",
+        obj(("a",), a={**STR, "enum": ["x", "y"]}),
+        obj(a={**STR, "enum": ["x", "y"], "default": "y"}),
+        [("minor", "observation.a", "field no longer required"), ("patch", "observation.a", "default changed")],
+    ),
+    (
+        "no longer required, defaulted to a value it never held",
+        obj(("a",), a={**STR, "enum": ["x", "y"]}),
+        obj(a={**STR, "enum": ["x", "y"], "default": "z"}),
+        [
+            ("major", "observation.a", 'field may now be absent (then "z", not a value it held before)'),
+            ("patch", "observation.a", "default changed"),
+        ],
+    ),
+    (
+        "optional with a null default (`int` → `int | None = None`) stays major",
+        obj(("a",), a=INT),
+        obj(a={"anyOf": [INT, {"type": "null"}], "default": None}),
+        [
+            ("major", "observation.a", "field may now be absent (then null, not a value it held before)"),
+            ("major", "observation.a", "type widened: integer → integer | null"),
+            ("patch", "observation.a", "default changed"),
+        ],
+    ),
+    (
+        "a null default its type leaves out (`a: int = None`) is major",
+        obj(("a",), a=INT),
+        obj(a={**INT, "default": None}),
+        [("major", "observation.a", "field may now be absent (then null"), ("patch", "observation.a", "default")],
+    ),
+    (
+        "default removed (`int = 0` → `int | MISSING`)",
+        obj(a={**INT, "default": 0}),
+        obj(a=INT),
+        [
+            ("major", "observation.a", "field may now be absent (its default removed)"),
+            ("patch", "observation.a", "default changed"),
+        ],
+    ),
+    (
+        "default changed, of the same type",
+        obj(a={**INT, "default": 0}),
+        obj(a={**INT, "default": 1}),
+        [("patch", "observation.a", "default changed: 0 → 1")],
+    ),
+    (
+        "a default added (`int | MISSING` → `int = 0`)",
+        obj(a=INT),
+        obj(a={**INT, "default": 0}),
+        [("minor", "observation.a", "field now always present"), ("patch", "observation.a", "default changed")],
+    ),
+    (
+        "required again, its default dropped",
+        obj(a={**INT, "default": 0}),
+        obj(("a",), a=INT),
+        [("minor", "observation.a", "field now always present (required)"), ("patch", "observation.a", "default")],
+    ),
+    (
+        "a nested object stops forbidding extra keys: readers read the same fields",
+        obj(t=obj(("x",), x=INT, extra={"additionalProperties": False})),
+        obj(t=obj(("x",), x=INT)),
+        [("minor", "observation.t", "additional properties now allowed")],
+    ),
+    (
+        "a nested object starts forbidding extra keys: readers read the same fields",
+        obj(t=obj(("x",), x=INT)),
+        obj(t=obj(("x",), x=INT, extra={"additionalProperties": False})),
+        [("minor", "observation.t", "additional properties no longer allowed")],
+    ),
+    (
+        "a nested map's values no longer constrained: a reader may get any value",
+        obj(t={"type": "object", "additionalProperties": INT}),
+        obj(t={"type": "object"}),
+        [("major", "observation.t", "additional properties no longer constrained")],
+    ),
     ("now always present", obj(a=STR), obj(("a",), a=STR), [("minor", "observation.a", "field now always present")]),
     ("type widened", obj(a=INT), obj(a=NUM), [("major", "observation.a", "type widened")]),
     ("type narrowed", obj(a=OPT_STR), obj(a={**STR, "default": None}), [("minor", "observation.a", "type narrowed")]),
@@ -515,6 +619,20 @@ SPEC_CASES = [
         [("minor", "action[say]", "union member added")],
     ),
     # The reset observation: an output; absent means the step observation.
+    (
+        "the reset observation is the step's on both sides: each change reported once",
+        spec(reset_observation_schema=OBSERVATION),
+        spec(observation_schema=obj(done=BOOL, text=STR), reset_observation_schema=obj(done=BOOL, text=STR)),
+        "major",
+        [("major", "observation.reward", "field removed")],
+    ),
+    (
+        "the reset observation served as the step's in one version only",
+        spec(),
+        spec(observation_schema=obj(done=BOOL, text=STR), reset_observation_schema=obj(done=BOOL, text=STR)),
+        "major",
+        [("major", "observation.reward", "field removed")],
+    ),
     ("reset observation served, same as the step's", spec(), spec(reset_observation_schema=OBSERVATION), None, []),
     (
         "reset observation field added",

@@ -4,5 +4,5 @@ Layer 6 of the generator (errors < schema_checks < spec < sources < catalog < ge
 may import openenvgen.errors, openenvgen.spec, openenvgen.sources, openenvgen.catalog,
 openenvgen.generation and openenvgen_schemas; never cli.
 
-Layers: hook_types < check, index, upstream, scaffold_update < changelog, distributions < regen, publish
+Layers: mypy_report < hook_types < check, index, upstream, scaffold_update < changelog, distributions < regen, publish
 """

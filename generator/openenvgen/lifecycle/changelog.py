@@ -21,7 +21,7 @@ from pathlib import Path
 
 from openenvgen import __version__
 from openenvgen.lifecycle.hook_types import CUSTOM_MODULE as CUSTOM_MODULE  # re-exported: regen reads it here
-from openenvgen.lifecycle.hook_types import Finding
+from openenvgen.lifecycle.mypy_report import Finding
 from openenvgen.lifecycle.upstream import Upstream
 from openenvgen.spec import EnvSpec
 from openenvgen_schemas import modeldiff

@@ -15,7 +15,8 @@ something else), *edited* (it differs from what the lock recorded, i.e. by hand)
 *extra* (not in the lock, yet it carries the generated header: a hand-copied generated
 file, or one a newer layout no longer produces). User-owned files are never reported, with
 one exception: a `custom.py` with hooks is type-checked against the package's models
-(`hook_types`), and each mypy error is reported as *types*, `path:line: message`.
+(`hook_types`), and each mypy error that involves the models or hook APIs is reported as
+*types*, `path:line: message`.
 """
 
 from __future__ import annotations

@@ -27,6 +27,15 @@ What is checked, and what it costs:
 - packages are checked together, one mypy run for all (more only when two share an import
   name), each found by its own folder on MYPYPATH.
 
+Only drift fails. An error counts when it involves the package's models or the hook APIs
+(verifiers', the runtime's), i.e. when it goes away with those taken as `Any`: whenever the
+first run reports errors, a second one does exactly that (`follow_imports = skip` for the
+package's own modules, `verifiers.*` and `openenvgen_runtime.*`; it reads no verifiers, so it
+takes a few seconds). An error both runs report is about the hooks' own code alone
+(`RESETS = [{}, {}]` asks for an annotation, a helper returns the wrong type): it runs or
+fails the same whatever the environment does, so it is a one-line warning (`unchecked_line`),
+never a failure. A file mypy cannot parse is never judged, so it fails.
+
 mypy's report is parsed into `path:line: message` lines, the path relative to the package; an
 error on a line that reads a field of the package's models names the field when mypy's
 message does not (a retyped field: `... (reads field `legal_actions`)`).
@@ -38,71 +47,29 @@ import ast
 import contextlib
 import importlib.util
 import os
-import re
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from openenvgen.lifecycle.mypy_report import (
+    HOOK_APIS,
+    MYPY_CONFIG,
+    OWN_CODE_CONFIG,
+    Finding,
+    errors,
+    name_fields,
+    rel,
+    run_mypy,
+    split_own,
+    unreadable,
+    write_config,
+)
+
 CUSTOM_MODULE = "custom.py"
 """The user-owned hooks module inside the import package (scaffolded once, never in the lock)."""
 TYPECHECK_EXTRA = "openenvgen[typecheck]"
 """What installs mypy for `check` and `regen`."""
-
-MYPY_CONFIG = """\
-# Written by openenv-gen: the settings `openenv-gen check` and `regen` type-check a package's
-# custom.py with; openenv-gen rewrites it whenever it differs, so edits here are lost.
-[mypy]
-plugins = pydantic.mypy
-check_untyped_defs = True
-strict_equality = True
-# Report the hooks module only: the generated files and installed packages are read, not judged.
-follow_imports = silent
-# The package's own dependencies need not be installed where openenv-gen runs: Any, not an error.
-ignore_missing_imports = True
-show_absolute_path = True
-error_summary = False
-color_output = False
-pretty = False
-
-[pydantic-mypy]
-# Constructors typed field by field, as the model's validators accept them.
-init_typed = True
-
-[mypy-verifiers.*]
-# verifiers ships no py.typed marker, but its code is annotated.
-follow_untyped_imports = True
-
-[mypy-openai.*,anthropic.*]
-# verifiers' model-client SDKs: thousands of modules no hook sees.
-follow_imports = skip
-"""
-
-_LINE = re.compile(r"^(?P<path>.+?):(?:(?P<line>\d+):)? (?P<severity>error|note): (?P<message>.*)$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line of mypy's report on a hooks module."""
-
-    path: str
-    """The file, relative to the package's folder (POSIX)."""
-    line: int
-    """0 when mypy names no line."""
-    severity: str
-    """`error` or `note` (a note explains the error before it)."""
-    message: str
-    """mypy's words, its error code in brackets at the end (then the field read, if named here)."""
-
-    @property
-    def said(self) -> str:
-        """The message, marked `note: ` when it is one."""
-        return self.message if self.severity == "error" else f"note: {self.message}"
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.said}" if self.line else f"{self.path}: {self.said}"
 
 
 @dataclass(frozen=True)
@@ -114,6 +81,10 @@ class HookTypes:
     path: str = ""
     """The hooks module, relative to the package's folder; "" with no hooks."""
     findings: tuple[Finding, ...] = ()
+    """mypy's errors that involve the models or hook APIs (each with its notes): they fail."""
+    own: tuple[Finding, ...] = ()
+    """mypy's errors that remain with the models and hook APIs taken as `Any`: about the hooks'
+    own code, reported in the warning line only."""
 
     @property
     def failed(self) -> bool:
@@ -185,7 +156,7 @@ def check_hooks(roots: Iterable[Path]) -> dict[Path, HookTypes]:
     if not pending:
         return results
     if not mypy_installed():
-        results.update({root: HookTypes("no mypy", _rel(custom, root)) for root, custom in pending.items()})
+        results.update({root: HookTypes("no mypy", rel(custom, root)) for root, custom in pending.items()})
         return results
     # One run for all, but mypy refuses two modules of one name: those go into another run.
     batches: list[dict[str, tuple[Path, Path]]] = []
@@ -202,111 +173,47 @@ def check_hooks(roots: Iterable[Path]) -> dict[Path, HookTypes]:
 
 
 def unchecked_line(results: Mapping[Path, HookTypes]) -> str | None:
-    """The one line saying which hooks went unchecked because mypy is not installed, or None."""
-    unchecked = [str(root / r.path) for root, r in results.items() if r.status == "no mypy"]
-    if not unchecked:
-        return None
-    return f"hooks not type-checked, mypy is not installed (pip install '{TYPECHECK_EXTRA}'): {', '.join(unchecked)}"
+    """The one warning line on what was not judged, or None: the hooks that went unchecked
+    because mypy is not installed, and mypy's errors about the hooks' own code (`HookTypes.own`)."""
+    said = []
+    if unchecked := [str(root / r.path) for root, r in results.items() if r.status == "no mypy"]:
+        said.append(
+            f"hooks not type-checked, mypy is not installed (pip install '{TYPECHECK_EXTRA}'): {', '.join(unchecked)}"
+        )
+    own = [f"{root / f.path}:{f.line} [{f.code or f.message}]" for root, r in results.items() for f in errors(r.own)]
+    if own:
+        said.append(f"mypy errors in hook code that involves no model or hook API, not counted: {', '.join(own)}")
+    return "; ".join(said) or None
 
 
 def _run_mypy(targets: Sequence[tuple[Path, Path]]) -> dict[Path, HookTypes]:
     roots = [root.resolve() for root, _ in targets]
-    env = {**os.environ, "MYPYPATH": os.pathsep.join(map(str, roots))}
-    env.pop("MYPY_CACHE_DIR", None)
     with contextlib.ExitStack() as scratch:
         cache = cache_root()
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            config = _write_config(cache)
+            config = write_config(cache, MYPY_CONFIG)
         except OSError:  # a read-only home: the check still runs, uncached
             cache = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="openenv-gen-mypy-")))
-            config = _write_config(cache)
-        command = [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir", str(cache / "cache")]
-        done = subprocess.run(
-            [*command, *(str(custom.resolve()) for _, custom in targets)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=cache,  # mypy also searches its working directory: one holding no module of the user's
-            stdin=subprocess.DEVNULL,
-        )
-    findings: dict[Path, list[Finding]] = {root: [] for root in roots}
-    unplaced: list[Finding] = []
-    for text in done.stdout.splitlines():
-        match = _LINE.match(text)
-        if match is None:
-            continue
-        path = Path(match["path"])
-        root = next((r for r in roots if path.is_relative_to(r)), None)
-        finding = Finding(
-            _rel(path, root) if root is not None else str(path),
-            int(match["line"] or 0),
-            match["severity"],
-            match["message"].rstrip(),  # a note's indentation is its structure
-        )
-        (findings[root] if root is not None else unplaced).append(finding)
-    if done.returncode != 0 and not any(findings.values()) and not unplaced:
-        # mypy failed without a report (a crash, a bad setting): never a pass.
-        said = (done.stderr.strip() or done.stdout.strip()).splitlines()
-        unplaced.append(Finding("mypy", 0, "error", f"mypy exited {done.returncode}: {said[-1] if said else ''}"))
+            config = write_config(cache, MYPY_CONFIG)
+        findings, unplaced = run_mypy(targets, config, cache / "cache")
+        # Errors that might be the hooks' own: run again with the models and hook APIs as Any.
+        judged = [
+            (root, custom)
+            for (root, custom), resolved in zip(targets, roots, strict=True)
+            if not unplaced and errors(findings[resolved]) and not any(unreadable(f) for f in findings[resolved])
+        ]
+        own: dict[Path, list[Finding]] = {}
+        if judged:
+            skipped = ",".join([*sorted({f"{custom.parent.name}.*" for _, custom in judged}), *HOOK_APIS])
+            text = f"{MYPY_CONFIG}\n{OWN_CODE_CONFIG.format(modules=skipped)}"
+            as_any = write_config(Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="openenv-gen-"))), text)
+            remaining, failed = run_mypy(judged, as_any, cache / "cache-own")
+            if not failed:  # a run that failed without a report judges nothing
+                own = {root: errors(found) for root, found in remaining.items()}
     out = {}
     for (root, custom), resolved in zip(targets, roots, strict=True):
-        found = [*findings[resolved], *unplaced]
-        out[root] = HookTypes("checked", _rel(custom, root), tuple(_name_fields(found, resolved, custom)))
+        drift, theirs = split_own(findings[resolved], {(f.line, f.message) for f in own.get(resolved, [])})
+        named = name_fields([*drift, *unplaced], resolved, custom)
+        out[root] = HookTypes("checked", rel(custom, root), tuple(named), tuple(theirs))
     return out
-
-
-def _write_config(cache: Path) -> Path:
-    path = cache / "mypy.ini"
-    if not path.is_file() or path.read_text("utf-8") != MYPY_CONFIG:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(MYPY_CONFIG, "utf-8")
-        os.replace(tmp, path)
-    return path
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.resolve().relative_to(root.resolve()).as_posix()
-
-
-def _name_fields(findings: list[Finding], root: Path, custom: Path) -> list[Finding]:
-    """Each error on a line that reads a field of the package's models, with the field named
-    (unless mypy's message names it already)."""
-    if not any(f.severity == "error" for f in findings):
-        return findings
-    fields = model_fields(custom.with_name("models.py"))
-    try:
-        tree = ast.parse(custom.read_text("utf-8"))
-    except (OSError, SyntaxError):
-        return findings
-    read: dict[int, list[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in fields and node.attr not in read.get(node.lineno, []):
-            read.setdefault(node.lineno, []).append(node.attr)
-    rel = _rel(custom, root)
-    out = []
-    for f in findings:
-        names = [n for n in read.get(f.line, []) if f'"{n}"' not in f.message] if f.path == rel else []
-        if f.severity == "error" and names:
-            named = ", ".join(f"`{n}`" for n in names)
-            message = f"{f.message} (reads field{'s' if len(names) > 1 else ''} {named})"
-            out.append(Finding(f.path, f.line, f.severity, message))
-        else:
-            out.append(f)
-    return out
-
-
-def model_fields(models: Path) -> set[str]:
-    """The attribute names of every model class in a generated `models.py` (its annotated
-    class-level names, `model_config` aside)."""
-    try:
-        tree = ast.parse(models.read_text("utf-8"))
-    except (OSError, SyntaxError):
-        return set()
-    return {
-        item.target.id
-        for node in tree.body
-        if isinstance(node, ast.ClassDef)
-        for item in node.body
-        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id != "model_config"
-    }

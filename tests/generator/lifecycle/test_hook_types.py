@@ -133,6 +133,72 @@ def test_a_renamed_and_a_retyped_field_fail_check_with_file_line_and_field(
     assert {"path": CUSTOM, "kind": "types", "note": note, "diff": ""} in package["files"]
 
 
+OWN_CODE = """
+
+def doubled(n: int) -> int:
+    return n * 2
+
+
+RESETS = [{}, {}]
+"""
+"""What the hooks' own code may hold that mypy complains of but that involves no model: a
+list that asks for an annotation (it runs fine) and a helper that reads no model."""
+RESETS_LINE = 25
+
+
+def test_code_that_involves_no_model_is_a_warning_and_drift_still_fails(
+    request: pytest.FixtureRequest, template: Path, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    """`RESETS = [{}, {}]` needs an annotation to mypy, whatever the env does: `check` passes and
+    says so in one warning line; a field the env renames, on the same file, still fails."""
+    needs_mypy(request)
+    pkg = with_hooks(template, tmp_path)
+    custom = pkg / CUSTOM
+    custom.write_text(HOOKS + OWN_CODE)
+    assert custom.read_text().splitlines()[RESETS_LINE - 1] == "RESETS = [{}, {}]"
+    warning = (
+        "openenv-gen: warning: mypy errors in hook code that involves no model or hook API, not counted: "
+        f"{custom}:{RESETS_LINE} [var-annotated]\n"
+    )
+    ok = run("check", str(pkg), env=cache)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"{pkg}: up to date\n", warning)
+    report = run("check", "--json", str(pkg), env=cache)
+    assert json.loads(report.stdout)["exit_code"] == 0 and report.stderr == warning
+    assert json.loads(report.stdout)["packages"][0]["files"] == []
+
+    # The helper's argument is a model's field now: retyped, it is drift, though the helper is the user's.
+    custom.write_text(
+        HOOKS + OWN_CODE + "\n\n@vf.metric\ndef twice(observation: Connect4Observation) -> float:\n"
+        "    return float(doubled(observation.board))\n"
+    )
+    failed = run("check", str(pkg), env=cache)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert failed.stdout.splitlines()[0] == (
+        f'{pkg}: types: {CUSTOM}:30: Argument 1 to "doubled" has incompatible type '
+        '"list[list[int]] | MISSING"; expected "int"  [arg-type] (reads field `board`)'
+    ), failed.stdout
+    assert not [ln for ln in failed.stdout.splitlines() if f"{CUSTOM}:{RESETS_LINE}:" in ln]
+    assert failed.stderr == warning
+
+    regen = run("regen", str(pkg), "--from-upstream", "--schema-file", str(drifted_capture(tmp_path)), env=cache)
+    assert regen.returncode == 0 and regen.stderr == warning, regen.stderr
+    entry = (pkg / "CHANGELOG.md").read_text().split("## 1.0.0", 1)[1].split("\n## ", 1)[0]
+    assert f'- `{CUSTOM}:{BOARD_LINES[0]}`: "Connect4Observation" has no attribute "board"  [attr-defined]\n' in entry
+    assert "RESETS" not in entry and "[var-annotated]" not in entry
+
+
+def test_a_hooks_module_mypy_cannot_parse_fails(
+    request: pytest.FixtureRequest, template: Path, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    """Nothing in it can be judged, so it is never a pass (nor a warning)."""
+    needs_mypy(request)
+    pkg = with_hooks(template, tmp_path)
+    (pkg / CUSTOM).write_text(HOOKS + "\n\ndef broken(:\n")
+    failed = run("check", str(pkg), env=cache)
+    assert failed.returncode == 1 and failed.stderr == "", failed.stdout + failed.stderr
+    assert failed.stdout.startswith(f"{pkg}: types: {CUSTOM}:21: ") and "[syntax]" in failed.stdout
+
+
 def test_without_mypy_check_says_so_in_one_line(template: Path, tmp_path: Path, cache: dict[str, str]) -> None:
     """A real environment without mypy: a venv holding this one's packages, mypy left out."""
     pkg = with_hooks(template, tmp_path)

@@ -69,6 +69,24 @@ def _drop_tool(c: dict, name: str) -> None:
     c["tools"] = [t for t in c["tools"] if t["name"] != name]
 
 
+def _observations(change: Callable[[dict], object]) -> Callable[[dict], None]:
+    """`change` applied to the observation and to the reset observation, as a server serving
+    the same model for both does (wordle's and echo's do)."""
+
+    def apply(c: dict) -> None:
+        change(c["schema"]["observation"])
+        change(c["schema"]["reset_observation"])
+
+    return apply
+
+
+def _prompt_defaults_to(default: object, schema: dict[str, Any]) -> Callable[[dict], None]:
+    """wordle's required `prompt` made optional, defaulting to `default`, typed `schema`."""
+    return _observations(
+        lambda o: (o["required"].remove("prompt"), o["properties"].update(prompt={**schema, "default": default}))
+    )
+
+
 # The semver table, one row per kind of upstream change: (env, change, bump, new version, changelog line).
 SEMVER_TABLE = [
     (
@@ -148,6 +166,35 @@ SEMVER_TABLE = [
         "**major** `action.message`: constraint added: maxLength 5",
     ),
     ("echo", lambda c: _drop_tool(c, "echo_message"), "major", "1.0.0", "**major** `tools.echo_message`: tool removed"),
+    # Observations are read: what old readers read, they still read.
+    (
+        "wordle",
+        _prompt_defaults_to("", {"type": "string"}),
+        "minor",
+        "0.2.0",
+        '**minor** `observation.prompt`: field no longer required (defaults to "")',
+    ),
+    (
+        "wordle",
+        _prompt_defaults_to(None, {"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        "major",
+        "1.0.0",
+        "**major** `observation.prompt`: field may now be absent (then null, not a value it held before)",
+    ),
+    (
+        "echo",
+        _observations(lambda o: o["$defs"]["ToolError"].pop("additionalProperties")),
+        "minor",
+        "0.2.0",
+        "**minor** `observation.error`: additional properties now allowed",
+    ),
+    (
+        "wordle",
+        _observations(lambda o: o["$defs"]["TextArenaMessage"].update(additionalProperties=False)),
+        "minor",
+        "0.2.0",
+        "**minor** `observation.messages[]`: additional properties no longer allowed",
+    ),
     # The reset observation (echo's server serves one) is an output, like the observation.
     (
         "echo",
@@ -196,6 +243,24 @@ def test_semver_table(
     again = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(upstream))
     assert again.returncode == 0 and again.stdout.strip() == f"{pkg}: up to date ({version})"
     assert file_tree(pkg) == before
+
+
+def test_a_change_to_the_observation_served_for_reset_too_is_reported_once(
+    templates: dict[str, Path], tmp_path: Path
+) -> None:
+    """wordle's server serves one model for both: its reset observation is the step's."""
+    pkg = _copy(templates, "wordle", tmp_path)
+    upstream = _write_capture(
+        tmp_path, "wordle", _observations(lambda o: (o["properties"].pop("info"), o["properties"].pop("legal_players")))
+    )
+    result = gen("regen", str(pkg), "--from-upstream", "--schema-file", str(upstream))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{pkg}: 0.1.0 → 1.0.0 (major: 2 model changes)",
+        "  major  observation.info: field removed",
+        "  major  observation.legal_players: field removed",
+    ]
+    assert "reset_observation" not in (pkg / "CHANGELOG.md").read_text()
 
 
 def test_no_change_writes_nothing(templates: dict[str, Path], tmp_path: Path) -> None:
