@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # imported when first rendering (see `_environment`)
 
 RUNTIME_REQUIREMENT = f"{RUNTIME_DISTRIBUTION}>=0.1.0,<0.2"
 """What a generated package requires of it; `publish` refuses a runtime version outside it."""
+VERIFIERS_REQUIREMENT = "verifiers>=0.4,<0.5"
+"""What a generated package requires of verifiers, directly (the runtime's own range): prime's
+`env push` classifies an environment's runtime by the package's own verifiers requirement."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -114,6 +117,7 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "module": spec.module,
         "stem": spec.class_stem,
         "runtime_requirement": RUNTIME_REQUIREMENT,
+        "verifiers_requirement": VERIFIERS_REQUIREMENT,
         "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
         "resets": [dict(r) for r in spec.defaults.resets],
         "tool_names": [t.name for t in spec.tools or ()],

@@ -7,14 +7,16 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from openenvgen import catalog
 from openenvgen.catalog.snapshots import snapshot_from_capture
 from openenvgen.generation.package import resolve_spec
-from openenvgen.generation.render import LOCK_FILE, render_package, sha256_text
+from openenvgen.generation.render import LOCK_FILE, RUNTIME_REQUIREMENT, render_package, sha256_text
 from openenvgen.lifecycle.check import diff_package
 from openenvgen_testsupport.generating import file_tree, gen
 from openenvgen_testsupport.paths import ROOT
@@ -59,6 +61,22 @@ def test_default_out_is_the_package_name(tmp_path: Path) -> None:
     result = gen("wordle", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "wordle-openenv" / "wordle_openenv" / "models.py").is_file()
+
+
+@pytest.mark.parametrize("package", GENERATED, ids=lambda p: p.name)
+def test_a_package_requires_the_runtime_and_verifiers_directly(package: Path) -> None:
+    """prime's `env push` tells an environment's runtime from the package's own verifiers
+    requirement: every package states it, within the range the runtime itself requires."""
+    requires = {r.name: r.specifier for r in map(Requirement, _dependencies(package))}
+    runtime = {r.name: r.specifier for r in map(Requirement, _dependencies(ROOT / "runtime"))}
+    assert set(requires) == {"openenvgen-runtime", "verifiers"}
+    assert requires["verifiers"] == runtime["verifiers"]
+    assert str(requires["openenvgen-runtime"]) == str(Requirement(RUNTIME_REQUIREMENT).specifier)
+
+
+def _dependencies(project: Path) -> list[str]:
+    dependencies: list[str] = tomllib.loads((project / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
+    return dependencies
 
 
 @pytest.mark.parametrize("name", sorted(catalog.entries()))
