@@ -37,14 +37,17 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 def _py(value: Any, level: int = 0) -> str:
     """A Python literal for JSON data, written as ruff formats it under any line length:
-    double-quoted strings, and every non-empty list or dict one item a line with a trailing
-    comma (which keeps it so). `level` is the indent level of the line it starts on."""
+    strings in double quotes unless they hold more double than single quotes (ruff's
+    choice), and every non-empty list or dict one item a line with a trailing comma (which
+    keeps it so). `level` is the indent level of the line it starts on. The scaffold's
+    tests template writes its example action by the same rules (its `py` macro: copier
+    renders that file too, with Jinja alone); the scaffold tests hold the two to one output."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a Python string literal
+        return _py_str(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int | float):
-        return json.dumps(value)
+        return json.dumps(value).replace("e+", "e")  # ruff writes 1e100, not 1e+100
     inner = "    " * (level + 1)
     if isinstance(value, dict) and value:
         items = [f"{inner}{_py(str(key))}: {_py(item, level + 1)},\n" for key, item in value.items()]
@@ -54,6 +57,17 @@ def _py(value: Any, level: int = 0) -> str:
     if isinstance(value, dict | list | tuple):
         return "{}" if isinstance(value, dict) else "[]"
     raise TypeError(f"not JSON data: {type(value).__name__}")
+
+
+def _py_str(text: str) -> str:
+    body = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if not body.isprintable():
+        # JSON's escapes for the rest; its quotes as \u0022, so ruff keeps the double quotes.
+        inner = json.dumps(text)[1:-1].split("\\\\")
+        return '"' + "\\\\".join(part.replace('\\"', "\\u0022") for part in inner) + '"'
+    if text.count('"') > text.count("'"):
+        return "'" + body.replace("'", "\\'") + "'"
+    return '"' + body.replace('"', '\\"') + '"'
 
 
 def _py_inline(value: Any) -> str:
