@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -32,13 +33,17 @@ def test_generated_wordle_is_checked_in() -> None:
 
 
 @pytest.mark.parametrize("package", GENERATED, ids=lambda p: p.name)
-def test_golden_generated_equals_catalog_render(package: Path) -> None:
-    """generated/<pkg> is byte-for-byte what the generator writes from the catalog."""
+def test_golden_generated_equals_catalog_render(package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """generated/<pkg> is byte-for-byte what the generator writes from the catalog: every file
+    of every package, made now by the installed datamodel-code-generator (no cache), so the
+    range pyproject.toml allows it is held to the checked-in models (0.89.0 and 0.97.0 write
+    all 31 packages byte for byte alike)."""
+    monkeypatch.setenv("OPENENV_GEN_CACHE", "0")
     spec = resolve_spec(
         json.loads((package / LOCK_FILE).read_text())["package"].removesuffix("-openenv").replace("-", "_")
     )
     expected = {k: v.encode() for k, v in render_package(spec).items()}
-    assert file_tree(package) == expected
+    assert file_tree(package) == expected, f"datamodel-code-generator {metadata.version('datamodel-code-generator')}"
     assert diff_package(package) == []
 
 
