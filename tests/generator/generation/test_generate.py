@@ -19,7 +19,7 @@ from openenvgen.catalog.snapshots import snapshot_from_capture
 from openenvgen.generation.package import resolve_spec
 from openenvgen.generation.render import LOCK_FILE, RUNTIME_REQUIREMENT, render_package, sha256_text
 from openenvgen.lifecycle.check import diff_package
-from openenvgen_testsupport.generating import file_tree, gen
+from openenvgen_testsupport.generating import assert_one_line_error, file_tree, gen
 from openenvgen_testsupport.paths import ROOT
 from openenvgen_testsupport.replay_env import CAPTURES
 
@@ -60,6 +60,18 @@ def test_cli_output_is_deterministic(tmp_path: Path) -> None:
     assert gen("wordle", "--out", str(tmp_path / "a")).returncode == 0
     assert gen("wordle", "--out", str(tmp_path / "a"), env={"OPENENV_GEN_CACHE": str(cache)}).returncode == 0
     assert file_tree(tmp_path / "a") == before
+
+
+@pytest.mark.parametrize("lock", ["{not json", "[]", '{"package": "wordle-openenv"}'])
+def test_generating_over_a_package_whose_lock_is_unreadable_is_refused(lock: str, tmp_path: Path) -> None:
+    """The lock says which files are generated: without it nothing is rewritten or removed."""
+    out = tmp_path / "wordle-openenv"
+    assert gen("wordle", "--out", str(out)).returncode == 0
+    (out / LOCK_FILE).write_text(lock)
+    before = file_tree(out)
+    result = gen("wordle", "--out", str(out))
+    assert_one_line_error(result, 73, "unreadable lock file")
+    assert file_tree(out) == before
 
 
 def test_default_out_is_the_package_name(tmp_path: Path) -> None:
