@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import signal
 import subprocess
 import sys
@@ -114,10 +113,9 @@ def _located(package: str) -> Iterator[tuple[str, Path | None]]:
 
 
 def _package_id(folder: Path) -> str:
-    from openenvgen.generation.render import LOCK_FILE
+    from openenvgen.generation.layout import LOCK_FILE, read_lock
 
-    try:
-        lock = json.loads((folder / LOCK_FILE).read_text("utf-8"))
-        return str(lock["package"]).replace("-", "_")
-    except (OSError, ValueError, KeyError) as e:
-        raise UsageError(f"{folder}: not a package openenv-gen generated (no readable {LOCK_FILE}: {e})") from None
+    package = (read_lock(folder) or {}).get("package")
+    if not isinstance(package, str):
+        raise UsageError(f"{folder}: not a package openenv-gen generated (no readable {LOCK_FILE} naming it)")
+    return package.replace("-", "_")

@@ -8,16 +8,15 @@ an existing package reads its version from here.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from openenvgen.errors import UsageError
 from openenvgen.generation.layout import HEADER_TEXT
+from openenvgen.generation.layout import read_lock as read_lock  # the one reader; importers read it here too
 from openenvgen.generation.render import LOCK_FILE, spec_from_snapshot
 from openenvgen.spec import EnvSpec
 
@@ -92,15 +91,6 @@ def resolve_targets(paths: Iterable[Path] | None) -> list[Path]:
 
 
 # --- what a package holds -------------------------------------------------------------------
-
-
-def read_lock(root: Path) -> dict[str, Any] | None:
-    """A package's parsed `openenv-gen.lock`; None if it is missing or unreadable."""
-    try:
-        data = json.loads((root / LOCK_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 class SnapshotError(ValueError):

@@ -29,19 +29,25 @@ if TYPE_CHECKING:  # imported when first rendering (see `_environment`)
 
 RUNTIME_REQUIREMENT = f"{RUNTIME_DISTRIBUTION}>=0.1.0,<0.2"
 """What a generated package requires of it; `publish` refuses a runtime version outside it."""
+VERIFIERS_REQUIREMENT = "verifiers>=0.4,<0.5"
+"""What a generated package requires of verifiers, directly (the runtime's own range): prime's
+`env push` classifies an environment's runtime by the package's own verifiers requirement."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _py(value: Any, level: int = 0) -> str:
     """A Python literal for JSON data, written as ruff formats it under any line length:
-    double-quoted strings, and every non-empty list or dict one item a line with a trailing
-    comma (which keeps it so). `level` is the indent level of the line it starts on."""
+    strings in double quotes unless they hold more double than single quotes (ruff's
+    choice), and every non-empty list or dict one item a line with a trailing comma (which
+    keeps it so). `level` is the indent level of the line it starts on. The scaffold's
+    tests template writes its example action by the same rules (its `py` macro: copier
+    renders that file too, with Jinja alone); the scaffold tests hold the two to one output."""
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a Python string literal
+        return _py_str(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int | float):
-        return json.dumps(value)
+        return json.dumps(value).replace("e+", "e")  # ruff writes 1e100, not 1e+100
     inner = "    " * (level + 1)
     if isinstance(value, dict) and value:
         items = [f"{inner}{_py(str(key))}: {_py(item, level + 1)},\n" for key, item in value.items()]
@@ -51,6 +57,17 @@ def _py(value: Any, level: int = 0) -> str:
     if isinstance(value, dict | list | tuple):
         return "{}" if isinstance(value, dict) else "[]"
     raise TypeError(f"not JSON data: {type(value).__name__}")
+
+
+def _py_str(text: str) -> str:
+    body = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if not body.isprintable():
+        # JSON's escapes for the rest; its quotes as \u0022, so ruff keeps the double quotes.
+        inner = json.dumps(text)[1:-1].split("\\\\")
+        return '"' + "\\\\".join(part.replace('\\"', "\\u0022") for part in inner) + '"'
+    if text.count('"') > text.count("'"):
+        return "'" + body.replace("'", "\\'") + "'"
+    return '"' + body.replace('"', '\\"') + '"'
 
 
 def _py_inline(value: Any) -> str:
@@ -114,6 +131,7 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "module": spec.module,
         "stem": spec.class_stem,
         "runtime_requirement": RUNTIME_REQUIREMENT,
+        "verifiers_requirement": VERIFIERS_REQUIREMENT,
         "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
         "resets": [dict(r) for r in spec.defaults.resets],
         "tool_names": [t.name for t in spec.tools or ()],

@@ -6,12 +6,11 @@ its lock, whether the runtime is installed from `layout.is_installed`.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from pathlib import Path
 
-from openenvgen.generation.layout import LOCK_FILE, RUNTIME_DISTRIBUTION, is_installed
+from openenvgen.generation.layout import RUNTIME_DISTRIBUTION, is_installed, read_lock
 
 
 def next_steps(target: Path) -> str:
@@ -49,8 +48,5 @@ def next_steps(target: Path) -> str:
 def _package_name(target: Path) -> str:
     """The distribution name the package's lock records (its spec's); the folder's name
     when the lock cannot say."""
-    try:
-        package = json.loads((target / LOCK_FILE).read_text("utf-8")).get("package")
-    except (OSError, ValueError, AttributeError):
-        return target.name
+    package = (read_lock(target) or {}).get("package")
     return package if isinstance(package, str) else target.name

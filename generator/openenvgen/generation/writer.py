@@ -10,7 +10,6 @@ and `scaffold` fills a new package's user-owned files, inside the same atomic sw
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -18,19 +17,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from openenvgen.errors import OutputError
-from openenvgen.generation.layout import LOCK_FILE, sha256_text
+from openenvgen.generation.layout import LOCK_FILE, read_lock, sha256_text
 from openenvgen.generation.marked import MARKED_FILES, MarkerError, merge_marked
 
 
 def _locked_files(root: Path) -> set[str] | None:
     """The generated files an existing package's lock lists; None if it has no lock."""
-    lock = root / LOCK_FILE
-    if not lock.is_file():
+    if not (root / LOCK_FILE).is_file():
         return None
-    try:
-        return set(json.loads(lock.read_text("utf-8"))["files"])
-    except (ValueError, KeyError, TypeError, OSError):
-        raise OutputError(f"{lock}: unreadable lock file; move it away to regenerate") from None
+    files = (read_lock(root) or {}).get("files")
+    if not isinstance(files, dict):
+        raise OutputError(f"{root / LOCK_FILE}: unreadable lock file; move it away to regenerate")
+    return set(files)
 
 
 def check_target(out: Path) -> set[str]:
@@ -66,8 +64,8 @@ def _merge_marked(out: Path, files: dict[str, str]) -> dict[str, str]:
             merged[rel] = merge_marked(existing, files[rel])
         except MarkerError as e:
             # A file from before the markers is replaced only if nobody edited it.
-            lock = json.loads((out / LOCK_FILE).read_text("utf-8")) if (out / LOCK_FILE).is_file() else {}
-            if lock.get("files", {}).get(rel) != sha256_text(existing):
+            locked = (read_lock(out) or {}).get("files")
+            if not isinstance(locked, dict) or locked.get(rel) != sha256_text(existing):
                 raise OutputError(f"{path}: cannot keep your text: {e}; restore the markers or move it away") from None
     return merged
 
