@@ -74,7 +74,7 @@ from common import (
     tree_cpu_s,
 )
 
-from openenvgen_schemas.processes import stop_process_group
+from openenvgen_servers.processes import stop_process_group
 
 TARGET_SPEEDUP = 10.0
 TARGET_CPU_PER_EPISODE = 0.05

@@ -8,8 +8,8 @@ capture`: each upstream env folder is started with `sources.uv_server` (and the
 (`validation`); `snapshots` makes the embedded snapshots from the captures.
 
 Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
-may import openenvgen.errors, openenvgen.spec, openenvgen.sources and openenvgen_schemas;
-never build, lifecycle or cli.
+may import openenvgen.errors, openenvgen.spec, openenvgen.sources, openenvgen_schemas and
+openenvgen_servers; never build, lifecycle or cli.
 
 Layers: reader, stand_ins, ws_session < listing, seed_check, validation < recording < snapshots < capture
 """
