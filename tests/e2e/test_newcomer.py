@@ -200,5 +200,6 @@ def _follow_the_readme(workdir: Path) -> None:
         "  pip install ./echo-openenv",
         "  vf-eval echo-openenv -m MODEL --no-push",
         "  (openenvgen-runtime is not on PyPI yet: install it first from an openenv-gen checkout, "
-        "`pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)",
+        "`pip install ./schemas ./servers ./runtime`, or from an index made with "
+        "`openenv-gen publish schemas servers runtime`)",
     ]
