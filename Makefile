@@ -15,7 +15,7 @@ $(BIN)/python:
 # generated and installed; a vf-eval dry run (resolves the installed taskset and its
 # config, runs nothing) to show that vf-eval finds it.
 demo: $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt . ./schemas ./runtime uv
+	$(BIN)/pip install -q -c constraints.txt . ./schemas ./servers ./runtime uv
 	$(BIN)/openenv-gen wordle
 	$(BIN)/pip install -q -c constraints.txt ./wordle-openenv
 	mkdir -p build
@@ -23,16 +23,16 @@ demo: $(BIN)/python
 		|| { cat build/demo.log; exit 1; }
 	@echo "ready: . $(VENV)/bin/activate && vf-eval wordle-openenv -m MODEL --no-push"
 
-# Generator + schemas + runtime + every checked-in generated package, editable, with the test,
+# Generator + schemas + servers + runtime + every checked-in generated package, editable, with the test,
 # docs and lint extras. Installed again only when a project file or the constraints change
 # (editable installs follow code edits), not by every target that needs it.
-INSTALL_INPUTS := pyproject.toml constraints.txt schemas/pyproject.toml runtime/pyproject.toml \
+INSTALL_INPUTS := pyproject.toml constraints.txt schemas/pyproject.toml servers/pyproject.toml runtime/pyproject.toml \
 	tests/support/pyproject.toml $(GENERATED)
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: $(BIN)/python $(INSTALL_INPUTS)
-	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./runtime -e ./tests/support -e ".[test,docs,lint]" $(foreach p,$(GENERATED),-e $(dir $(p)))
+	$(BIN)/pip install -q -c constraints.txt -e ./schemas -e ./servers -e ./runtime -e ./tests/support -e ".[test,docs,lint]" $(foreach p,$(GENERATED),-e $(dir $(p)))
 	touch $@
 
 # The whole repository, generated/ included: ruff's rules and its formatting (both configured

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import eval_env, marked_pids
 
-from openenvgen_schemas.processes import stop_process_group
+from openenvgen_servers.processes import stop_process_group
 
 API_KEY_VAR = "SCRIPTED_API_KEY"
 

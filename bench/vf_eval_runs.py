@@ -49,8 +49,8 @@ from common import (
     write_eval_config,
 )
 
-from openenvgen_schemas.processes import stop_process_group
-from openenvgen_schemas.wire import NotHealthy, wait_healthy
+from openenvgen_servers.processes import stop_process_group
+from openenvgen_servers.wire import NotHealthy, wait_healthy
 from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 SCRIPT = ['{"guess": 3}', "7"]

@@ -492,6 +492,7 @@ def _action(env: dict[str, Any]) -> str:
 
 PACKAGES = {
     "openenvgen_schemas": "schemas/openenvgen_schemas",
+    "openenvgen_servers": "servers/openenvgen_servers",
     "openenvgen": "generator/openenvgen",
     "openenvgen_runtime": "runtime/openenvgen_runtime",
 }
@@ -554,7 +555,7 @@ def module_tree(folder: Path, prefix: str = "", layer: str = "", depth: int = 0)
 
 
 def modules_reference(root: Path) -> str:
-    """Every module of the three packages, layer by layer as each `__init__.py` states them."""
+    """Every module of our four packages, layer by layer as each `__init__.py` states them."""
     out = [
         "# Modules",
         "",

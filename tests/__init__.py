@@ -1,4 +1,4 @@
-"""openenv-gen's test suite: one folder per distribution and layer it tests (schemas/,
+"""openenv-gen's test suite: one folder per distribution and layer it tests (schemas/, servers/,
 generator/{build,catalog,lifecycle}/, runtime/), then e2e/ (whole workflows across them) and
 project/ (the repository itself: compatibility, docs, layering, the test tooling).
 

@@ -1,7 +1,7 @@
 """openenvgen-runtime: the shared base of every package openenv-gen generates.
 
-Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
-`openenvgen`), verifiers and OpenEnv.
+Above `openenvgen_schemas` and `openenvgen_servers` (the packages of ours it imports; never
+the generator, `openenvgen`), verifiers and OpenEnv.
 
 Layers (each module imports only modules of layers left of its own): json_text, media, passthrough,
 reply_deadline < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,

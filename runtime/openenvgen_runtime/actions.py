@@ -22,8 +22,8 @@ from pydantic import BaseModel, RootModel, ValidationError
 
 from openenvgen_runtime.passthrough import takes_any_string
 from openenvgen_runtime.unions import UnionAction, UnionMember, union_of
+from openenvgen_schemas.interface import NonStandardJSON, strict_json
 from openenvgen_schemas.normalise import union_branches
-from openenvgen_schemas.wire import NonStandardJSON, strict_json
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.S)
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -31,7 +31,7 @@ from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider, ReplicatedProvider
 from openenvgen_runtime.reaper import Reaper
 from openenvgen_runtime.servers import Server, describe
-from openenvgen_schemas.wire import NotHealthy, wait_healthy_async
+from openenvgen_servers.wire import NotHealthy, wait_healthy_async
 
 logger = logging.getLogger(__name__)
 

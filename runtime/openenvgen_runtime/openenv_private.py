@@ -70,15 +70,6 @@ def clone_git_project(git_url: str, timeout_s: float) -> str:
     return folder
 
 
-def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, project_path: str) -> list[str]:
-    """`uv_provider._create_uv_command`: the `uv run ... uvicorn APP` command OpenEnv's
-    `UVProvider.start` runs; the runtime runs that same command its own way (see `uv_provider`)."""
-    command: list[str] = openenv_module(UV_PROVIDER_MODULE)._create_uv_command(
-        host=host, port=port, reload=reload, workers=workers, app=app, project_path=project_path
-    )
-    return command
-
-
 async def step(client: Any, action: dict[str, Any]) -> Any:
     """`await client.step(action)` for an async `GenericEnvClient` already connected on this
     event loop, as OpenEnv's `EnvClient._step_async` does it (the same message, reply, error

@@ -9,7 +9,6 @@ mode (or OpenEnv's server side) they do not use.
 
 from __future__ import annotations
 
-import socket
 from typing import Protocol, runtime_checkable
 
 
@@ -45,10 +44,3 @@ class ReplicatedProvider(Provider, Protocol):
     def failure(self) -> str | None:
         """Why replicas cannot start (no such image, no node fits), or None."""
         ...
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now, for a server to bind on this machine."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("", 0))
-        return int(sock.getsockname()[1])

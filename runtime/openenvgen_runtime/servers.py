@@ -19,7 +19,7 @@ import httpx
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.provider import Provider
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json_async, read_interface_async, tools_of
+from openenvgen_servers.wire import WireError, read_interface_async, read_tools_async
 
 if TYPE_CHECKING:  # annotations only: `observations` imports verifiers, which a server does not need
     from openenvgen_runtime.actions import ActionSpace
@@ -89,6 +89,6 @@ async def _tools_without_session(http: httpx.AsyncClient, url: str) -> list[dict
     """`POST /mcp tools/list`, or None where the server answers it with no tool list (an env
     with no MCP server of its own, whose tools come from its session)."""
     try:
-        return tools_of(f"{url}/mcp", await get_json_async(http, "POST", f"{url}/mcp", json=TOOLS_LIST))
+        return await read_tools_async(http, url)
     except WireError:
         return None

@@ -1,51 +1,33 @@
 """The UV launch mode (the default): an env server run with `uv run`, through OpenEnv's UV provider.
 
-`UVServer` is OpenEnv's `UVProvider`, running the same command (OpenEnv builds it) its own
-way: the server's output goes to a log file (so a server that dies while starting is
-reported with its last lines, not after a timeout), it runs in a process group of its own
-(so stopping it also stops the uvicorn that `uv run` spawned), and the kernel terminates it
-if this process dies without cleaning up.
+`UVServer` is OpenEnv's `UVProvider`, running the same command its own way, the way the
+generator runs an env too (`openenvgen_servers.uv`): the server's output goes to a log file
+(so a server that dies while starting is reported with its last lines, not after a timeout),
+it runs in a process group of its own (so stopping it also stops the uvicorn that `uv run`
+spawned), and the kernel terminates it if this process dies without cleaning up.
 
 Importing this module imports OpenEnv's providers: `launch` imports it only for a UV run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
-import shlex
 import shutil
-import signal
-import subprocess
-import tempfile
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime import openenv_private
 from openenvgen_runtime.errors import LaunchError
-from openenvgen_runtime.provider import free_port
-from openenvgen_schemas.processes import find_uv, stop_process_group
-from openenvgen_schemas.wire import NotHealthy, wait_healthy
-
-COMMAND_PREFIX = "$ "
-"""Starts the first line of a UV server's log: the command that was run."""
-_PR_SET_PDEATHSIG = 1
+from openenvgen_servers import uv
+from openenvgen_servers.ports import free_port
+from openenvgen_servers.processes import find_uv
+from openenvgen_servers.uv import UVServerProcess
+from openenvgen_servers.wire import NotHealthy
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
     from openenv.core.containers.runtime import UVProvider
 else:
     UVProvider = openenv_private.openenv_module("openenv.core.containers.runtime").UVProvider
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: SIGTERM it when the eval process dies,
-    # even by SIGKILL, so no server outlives its run. The kernel ties this to the thread
-    # that started the server: launches run in the event loop's executor threads, which
-    # live until the loop closes (after the pool has stopped its servers).
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class UVServer(UVProvider):
@@ -55,56 +37,40 @@ class UVServer(UVProvider):
         super().__init__(**options)  # project_path, app, host, reload, env_vars, context_timeout_s
         self.port = port
         self.workers = workers
-        self.process: subprocess.Popen[bytes] | None = None
-        self.url: str | None = None
-        self.log_path: Path | None = None
+        self.server: UVServerProcess | None = None
         self.clone_dir: str | None = None
 
     def start(self, port: int | None = None, env_vars: dict[str, str] | None = None, workers: int = 1, **_: Any) -> str:
         """OpenEnv's `UVProvider.start`, logged and in a process group of its own; returns the base URL."""
-        if self.process is not None and self.process.poll() is None:
+        if self.server is not None and self.server.exit_code() is None:
             raise RuntimeError("UVProvider is already running")
         self._remove_clone()
         project = self.project_path
         if project.startswith(openenv_private.git_url_prefix()):
             project = self.clone_dir = openenv_private.clone_git_project(project, self.context_timeout_s)
         bind_port = port or free_port()
-        command = openenv_private.uv_command(
-            host=self.host, port=bind_port, reload=self.reload, workers=workers, app=self.app, project_path=project
-        )
-        env = {**os.environ, **(self.env_vars or {}), **(env_vars or {})}
-        fd, log = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
-        self.log_path = Path(log)
-        with os.fdopen(fd, "wb") as log_file:
-            # The log's first line is the command (and so the app) that ran: a failure
-            # report then says what was tried, not only how it died.
-            log_file.write(f"{COMMAND_PREFIX}{shlex.join(command)}\n".encode())
-            log_file.flush()
-            self.process = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        # `uv` as OpenEnv runs it, from PATH (`ensure_uv_on_path`).
+        serve = uv.uvicorn(self.app, host=self.host, port=bind_port, workers=workers, reload=self.reload)
+        command = [*uv.uv_run("uv", project), *serve]
         client_host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
-        self.url = f"http://{client_host}:{bind_port}"
-        return self.url
+        env_vars = {**(self.env_vars or {}), **(env_vars or {})}
+        self.server = UVServerProcess.start(command, f"http://{client_host}:{bind_port}", env_vars=env_vars)
+        return self.server.url
 
     @property
     def base_url(self) -> str:
         """The running server's base URL (OpenEnv's property, on this class's state)."""
-        if self.url is None:
+        if self.server is None:
             raise RuntimeError("UVProvider has not been started")
-        return self.url
+        return self.server.url
 
     def wait_for_ready(self, timeout_s: float | None = None) -> None:
         """OpenEnv's `UVProvider.wait_for_ready`, on this class's state."""
         timeout = self.context_timeout_s if timeout_s is None else timeout_s
+        if self.server is None:
+            raise RuntimeError("UVProvider has not been started")
         try:
-            wait_healthy(self.base_url, timeout, exited=self.exit_code)
+            self.server.wait_ready(timeout)
         except NotHealthy as e:
             raise (RuntimeError if e.exit_code is not None else TimeoutError)(str(e)) from None
 
@@ -116,27 +82,18 @@ class UVServer(UVProvider):
 
     def exit_code(self) -> int | None:
         """The server process's exit code once it has exited, else None."""
-        return None if self.process is None else self.process.poll()
+        return None if self.server is None else self.server.exit_code()
 
     def log_tail(self, lines: int = 15) -> str:
         """The log's first line (the command) and its last `lines` lines."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        with open(self.log_path, errors="replace") as fh:
-            first = fh.readline()
-            rest = deque(fh, maxlen=lines)
-        return (first + "".join(rest)).strip()
+        return "" if self.server is None else self.server.log_tail(lines)
 
     def stop(self) -> None:
         """Stop the server's whole process group; remove its log and any cloned project."""
-        if self.process is not None:
-            stop_process_group(self.process)
-            self.process = None
-        self.url = None
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
         self._remove_clone()
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
-            self.log_path = None
 
     def _remove_clone(self) -> None:
         if self.clone_dir is not None:

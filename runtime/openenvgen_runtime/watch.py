@@ -21,7 +21,7 @@ from openenvgen_runtime.fleet import Fleet
 from openenvgen_runtime.launch import Launcher
 from openenvgen_runtime.provider import ReplicatedProvider
 from openenvgen_runtime.servers import Server, describe
-from openenvgen_schemas.wire import health_async
+from openenvgen_servers.wire import health_async
 
 logger = logging.getLogger(__name__)
 

@@ -1,13 +1,15 @@
 """openenvgen-schemas: what the generator (`openenvgen`) and the runtime (`openenvgen_runtime`) both
-need, so neither pulls in the other's dependencies: the schema normalisation and model diff
-(`check`, `check --upstream`, `regen`, and the runtime's drift guard at pool start), and the
-server wire helpers (reading `/health`, `/schema` and `tools/list`, stopping a server's
-process group). The lowest layer: it imports none of the two, and only httpx besides the
-standard library.
+need to know about an env's schemas, so neither pulls in the other's dependencies: the interface a
+server states in JSON, the schema normalisation and the model diff (`check`, `check --upstream`,
+`regen`, and the runtime's drift guard at pool start). The lowest layer: it imports none of the
+two (nor `openenvgen_servers`, which talks to the servers), and nothing besides the standard
+library.
 
-Layers: mcp_models, normalise, schema_types, wire, processes < changes, docstrings < compatibility < modeldiff
+Layers: interface, mcp_models, normalise, schema_types < changes, docstrings < compatibility < modeldiff
 (each module imports only modules of layers left of its own)
 
+- `interface`: a `/schema` reply's interface parts and a `tools/list` reply's tools, read
+  from strict JSON (no NaN or Infinity).
 - `mcp_models`: the one copy of OpenEnv's MCP models' schemas (the runtime's shared models).
 - `normalise`: the normalisation under which two schemas are equal (and a union's members).
 - `schema_types`: what a JSON schema lets through (its JSON types, listed values, union branches).
@@ -16,6 +18,4 @@ Layers: mcp_models, normalise, schema_types, wire, processes < changes, docstrin
 - `compatibility`: `diff_schemas`, whether a JSON schema's change breaks its inputs' senders
   or its outputs' readers.
 - `modeldiff`: the diff of two specs or two live interfaces (`diff_specs`, `is_mcp_action`).
-- `wire`: what a server says over HTTP, strictly parsed and size-bounded; `wait_healthy`.
-- `processes`: stopping a server's process group; finding `uv`.
 """

@@ -60,6 +60,8 @@ def test_the_first_block_is_the_whole_journey() -> None:
     assert words[0].startswith("python3 -m venv .venv")
     installs = [c for c in commands if c[:2] == ["pip", "install"]]
     assert any("./runtime" in c for c in installs), "the README must install openenvgen-runtime"
+    # Not on PyPI either, and the runtime and the generator depend on them.
+    assert any({"./schemas", "./servers"} <= set(c) for c in installs), "the README must install the shared code"
     assert any("uv" in c for c in installs), "the README must install uv (OpenEnv's UV provider needs it)"
     assert ["openenv-gen", "wordle"] in commands
     assert any("./wordle-openenv" in c for c in installs)
@@ -75,10 +77,11 @@ def test_every_generated_readme_says_how_to_install_the_runtime(name: str) -> No
     entry = catalog.lookup(name)
     spec = build_spec(entry.interface(), name=entry.name, env_id=entry.env_id, defaults=entry.defaults)
     readme = render_package(spec)["README.md"]
-    install = readme.index("pip install path/to/openenv-gen/schemas path/to/openenv-gen/runtime\n")
+    ours = "path/to/openenv-gen/schemas path/to/openenv-gen/servers"  # the runtime's dependencies, not on PyPI
+    install = readme.index(f"pip install {ours} path/to/openenv-gen/runtime\n")
     assert "not on PyPI yet" in readme[:install]
     assert readme.index(f"pip install ./{spec.package}\n") > install  # the runtime first
-    assert f"openenv-gen publish path/to/openenv-gen/runtime ./{spec.package}" in readme
+    assert f"openenv-gen publish {ours} \\\n    path/to/openenv-gen/runtime ./{spec.package}" in readme
     assert readme.index(f"vf-eval {spec.package} -m MODEL --no-push\n") > install
 
 
@@ -200,5 +203,6 @@ def _follow_the_readme(workdir: Path) -> None:
         "  pip install ./echo-openenv",
         "  vf-eval echo-openenv -m MODEL --no-push",
         "  (openenvgen-runtime is not on PyPI yet: install it first from an openenv-gen checkout, "
-        "`pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)",
+        "`pip install ./schemas ./servers ./runtime`, or from an index made with "
+        "`openenv-gen publish schemas servers runtime`)",
     ]

@@ -30,6 +30,7 @@ from verifiers.v1.serve import EnvClient, env_config_data
 from verifiers.v1.utils.loaders import resolve_env_config
 
 from openenvgen_runtime.launch import LaunchError
+from openenvgen_servers.ports import free_port
 from openenvgen_testsupport import docker_images, served
 from openenvgen_testsupport.adapters import (
     generate_from_server,
@@ -40,7 +41,7 @@ from openenvgen_testsupport.adapters import (
 from openenvgen_testsupport.media_envs import make_task_api_app
 from openenvgen_testsupport.paths import ROOT, UV_TASK_FIXTURE_APP, UV_TASK_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel, ToolCalls, message_text
-from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
+from openenvgen_testsupport.servers import serve_app, serve_app_subprocess
 
 pytestmark = [pytest.mark.served, pytest.mark.timeout(900)]
 

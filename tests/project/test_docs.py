@@ -179,10 +179,10 @@ NOT_ONE_STRING = {
 
 
 def _message_patterns() -> list[re.Pattern[str]]:
-    """Every string the generator, runtime and schemas hold with at least 10 fixed characters,
+    """Every string the generator, runtime, schemas and servers hold with at least 10 fixed characters,
     as a pattern in which each f-string placeholder matches anything."""
     patterns = []
-    for folder in ("generator", "runtime", "schemas"):
+    for folder in ("generator", "runtime", "schemas", "servers"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text("utf-8"))):
                 if isinstance(node, ast.JoinedStr):

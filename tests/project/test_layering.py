@@ -1,4 +1,4 @@
-"""The tree is the architecture: no import cycles in generator/, runtime/ or schemas/, every
+"""The tree is the architecture: no import cycles in generator/, runtime/, schemas/ or servers/, every
 import goes down the layers each distribution's `__init__.py` states in its `Layers:` line,
 each subpackage's `__init__.py` says which layer it is, and no module is over 400 lines.
 
@@ -24,15 +24,18 @@ from openenvgen_testsupport.paths import ROOT
 
 PACKAGES = {
     "openenvgen_schemas": ROOT / "schemas" / "openenvgen_schemas",
+    "openenvgen_servers": ROOT / "servers" / "openenvgen_servers",
     "openenvgen": ROOT / "generator" / "openenvgen",
     "openenvgen_runtime": ROOT / "runtime" / "openenvgen_runtime",
 }
-# Which of our distributions each may import: the schemas are shared, and the generator and
-# the runtime never import each other (the runtime ships without jinja2 and the rest).
+# Which of our distributions each may import: the schemas and the server helpers are shared
+# (the servers' helpers read replies with the schemas' interface), and the generator and the
+# runtime never import each other (the runtime ships without jinja2 and the rest).
 MAY_IMPORT = {
     "openenvgen_schemas": {"openenvgen_schemas"},
-    "openenvgen": {"openenvgen", "openenvgen_schemas"},
-    "openenvgen_runtime": {"openenvgen_runtime", "openenvgen_schemas"},
+    "openenvgen_servers": {"openenvgen_servers", "openenvgen_schemas"},
+    "openenvgen": {"openenvgen", "openenvgen_schemas", "openenvgen_servers"},
+    "openenvgen_runtime": {"openenvgen_runtime", "openenvgen_schemas", "openenvgen_servers"},
 }
 MAX_LINES = 400
 """A module longer than this is doing more than one job (issue #24's signal)."""

@@ -29,7 +29,7 @@ from openenvgen_testsupport.scripted_model import (
     ScriptedChatModel,
     conversation_key,
 )
-from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
+from openenvgen_testsupport.servers import serve_app, serve_app_subprocess
 
 
 def http() -> httpx.Client:
@@ -399,14 +399,6 @@ def test_scripted_model_sse_wire_format_and_reply_fn() -> None:
 # ---------------------------------------------------------------------------
 # Server helpers
 # ---------------------------------------------------------------------------
-
-
-def test_free_port_is_bindable() -> None:
-    import socket
-
-    port = free_port()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", port))
 
 
 def test_serve_app_subprocess_can_be_killed_mid_episode() -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from openenvgen_runtime.errors import LaunchError
+from openenvgen_servers.ports import free_port
 from openenvgen_testsupport.adapters import (
     load_env,
     marked_processes,
@@ -34,7 +35,7 @@ from openenvgen_testsupport.fixture_envs import make_wordle_app
 from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 from openenvgen_testsupport.rollout import run_eval
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
-from openenvgen_testsupport.servers import free_port, serve_app, serve_app_subprocess
+from openenvgen_testsupport.servers import serve_app, serve_app_subprocess
 
 pytestmark = pytest.mark.rollout
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from openenvgen_runtime import openenv_private
-from openenvgen_schemas.processes import find_uv
+from openenvgen_servers.processes import find_uv
 
 OPENENV = version("openenv")
 
@@ -90,27 +90,6 @@ def test_clone_git_project(tmp_path: Path) -> None:
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def test_create_uv_command() -> None:
-    """`uv_provider._create_uv_command`: the command OpenEnv's UVProvider runs, exactly as
-    the runtime's UV servers run it (and log it as their first line)."""
-    create = uv_module_attribute("_create_uv_command")
-    params = sorted(inspect.signature(create).parameters)  # type: ignore[arg-type]
-    expected_params = ["app", "host", "port", "project_path", "reload", "workers"]
-    assert params == expected_params, changed("uv_provider._create_uv_command", f"now takes {params}")
-    command = openenv_private.uv_command(
-        host="127.0.0.1", port=8123, reload=False, workers=2, app="server.app:app", project_path="/src/env"
-    )
-    expected = [
-        "uv", "run", "--isolated", "--project", "/src/env", "--",
-        "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", "8123", "--workers", "2",
-    ]  # fmt: skip
-    assert command == expected, changed("uv_provider._create_uv_command", f"it now builds {command}")
-    reloading = openenv_private.uv_command(
-        host="127.0.0.1", port=8123, reload=True, workers=1, app="server.app:app", project_path="/src/env"
-    )
-    assert reloading[-1] == "--reload", changed("uv_provider._create_uv_command", f"with reload it builds {reloading}")
 
 
 STEP_PRIVATES = ("_ws", "_ws_loop", "_execution_mode", "_message_timeout", "_step_payload", "_parse_result")

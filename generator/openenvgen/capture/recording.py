@@ -35,7 +35,7 @@ from openenvgen.capture.validation import record_rulings
 from openenvgen.capture.ws_session import WSSession
 from openenvgen.catalog.reader import CATALOG_TOML, entry_captured_from
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.wire import TOOLS_LIST, WireError, get_json
+from openenvgen_servers.wire import TOOLS_LIST, WireError, get_json
 
 SEED_FILE = "seed.json"
 RULINGS_FILE = "validation.json"

@@ -20,7 +20,7 @@ from typing import Any
 from openenvgen.capture.recording import INDEX_FILE, SEED_FILE
 from openenvgen.capture.seed_check import summary
 from openenvgen.catalog.reader import DATA, SEEDING_FILE, read_catalog
-from openenvgen_schemas.wire import interface_schemas, tools_of
+from openenvgen_schemas.interface import interface_schemas, tools_of
 
 
 def interface_from_capture(folder: Path) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from openenvgen.capture.ws_session import WSSession
-from openenvgen_schemas.wire import health
+from openenvgen_servers.wire import health
 
 VALID = 24
 """Valid actions drawn per env."""

@@ -27,15 +27,16 @@ def next_steps(target: Path) -> str:
     if not is_installed(RUNTIME_DISTRIBUTION):
         checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
         if (checkout / "runtime" / "pyproject.toml").is_file():
-            # The runtime, and the schema code it shares with the generator when it is there.
-            for local in ("schemas", "runtime"):
+            # The runtime, and the code it shares with the generator when it is there.
+            for local in ("schemas", "servers", "runtime"):
                 if (checkout / local / "pyproject.toml").is_file():
                     path = os.path.relpath(checkout / local)
                     install.append(path if path.startswith(("/", ".")) else f"./{path}")
         else:
             note = (
                 f"\n  ({RUNTIME_DISTRIBUTION} is not on PyPI yet: install it first from an openenv-gen "
-                "checkout, `pip install ./schemas ./runtime`, or from an index made with `openenv-gen publish runtime`)"
+                "checkout, `pip install ./schemas ./servers ./runtime`, or from an index made with "
+                "`openenv-gen publish schemas servers runtime`)"
             )
     install.append(shown)
     return (

@@ -1,16 +1,16 @@
 """`openenv-gen publish`: check → list → build (PEP 517) → `twine check` → upload what is missing.
 
 Every path is a generated package (it has a lock or `*/snapshot.json`), the runtime
-distribution (`runtime/`, which has no snapshot: its files are sanity-checked and its version
-must sit inside the range generated packages require) or its dependency `schemas/`
-(`openenvgen-schemas`). In order, each step for every package before the next step starts:
-all packages are checked (a stale one is refused, as `check` would report it); the index is
-asked which files it already has (`index`), so an unreachable index fails before anything
-is built; all are built (sdist, then the wheel from it) and pass `twine check --strict`
-(`distributions`); then each missing file is uploaded on its own with `twine upload`. A file
-that appeared meanwhile (the index answers 409, or 400 "already exists") is reported as
-skipped, so a partially published version gets only its missing files and re-running is
-safe.
+distribution (`runtime/`, which has no snapshot: its files are sanity-checked and its
+version must sit inside the range generated packages require) or one of its dependencies of
+ours, `schemas/` (`openenvgen-schemas`) and `servers/` (`openenvgen-servers`), which go
+first. In order, each step for every package before the next step starts: all packages are
+checked (a stale one is refused, as `check` would report it); the index is asked which files
+it already has (`index`), so an unreachable index fails before anything is built; all are
+built (sdist, then the wheel from it) and pass `twine check --strict` (`distributions`);
+then each missing file is uploaded on its own with `twine upload`. A file that appeared
+meanwhile (the index answers 409, or 400 "already exists") is reported as skipped, so a
+partially published version gets only its missing files and re-running is safe.
 
 A line saying `uploaded` is printed only after twine exited 0 for that file.
 """
@@ -32,7 +32,13 @@ from openenvgen.lifecycle.distributions import build_distributions, require_tool
 from openenvgen.lifecycle.index import index_files, normalize, resolve_target
 
 SCHEMAS_DISTRIBUTION = "openenvgen-schemas"
-"""The runtime's (and the generator's) one dependency of ours: schema normalisation and diff."""
+"""A dependency of ours of the runtime (and the generator): schema normalisation and diff."""
+SERVERS_DISTRIBUTION = "openenvgen-servers"
+"""The other one: talking to env servers and starting them (it depends on the schemas)."""
+SHARED = {SCHEMAS_DISTRIBUTION: "openenvgen_schemas", SERVERS_DISTRIBUTION: "openenvgen_servers"}
+"""The runtime's dependencies of ours, each with its import package, in publishing order."""
+PUBLISHING_ORDER = [*SHARED, RUNTIME_DISTRIBUTION]
+"""Which of ours goes first: each before what depends on it (generated packages come last)."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +57,11 @@ class Project:
 
 
 def load_project(root: Path) -> Project:
-    """Read a directory's pyproject.toml; refuse anything but a generated package, runtime/ or schemas/."""
+    """Read a directory's pyproject.toml; refuse anything but a generated package, runtime/, schemas/ or servers/."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
         raise UsageError(
-            f"{root}: no pyproject.toml; publish takes generated package directories, runtime/ or schemas/"
+            f"{root}: no pyproject.toml; publish takes generated package directories, runtime/, schemas/ or servers/"
         )
     try:
         data = tomllib.loads(pyproject.read_text("utf-8"))
@@ -68,10 +74,10 @@ def load_project(root: Path) -> Project:
     if not isinstance(name, str) or not isinstance(version, str):
         raise GenerationError(f"{pyproject}: [project] has no static name and version")
     generated = is_package(root)
-    if not generated and normalize(name) not in (RUNTIME_DISTRIBUTION, SCHEMAS_DISTRIBUTION):
+    if not generated and normalize(name) not in PUBLISHING_ORDER:
         raise UsageError(
             f"{root}: neither a generated package (no */snapshot.json) "
-            f"nor {RUNTIME_DISTRIBUTION} or {SCHEMAS_DISTRIBUTION}"
+            f"nor {RUNTIME_DISTRIBUTION}, {SCHEMAS_DISTRIBUTION} or {SERVERS_DISTRIBUTION}"
         )
     return Project(root=root, name=name, version=version, generated=generated)
 
@@ -94,10 +100,12 @@ def ensure_publishable(project: Project) -> None:
                 f"{project.root} is stale: {shown}; see `openenv-gen check {project.root}` and regenerate it"
             )
         return
-    if normalize(project.name) == SCHEMAS_DISTRIBUTION:
-        module = project.root / "openenvgen_schemas" / "__init__.py"
+    package = SHARED.get(normalize(project.name))
+    if package is not None:
+        module = project.root / package / "__init__.py"
         if not module.is_file() or not (project.root / "README.md").is_file():
-            raise GenerationError(f"{project.root}: no openenvgen_schemas/__init__.py or README.md; is this schemas/?")
+            folder = package.removeprefix("openenvgen_")
+            raise GenerationError(f"{project.root}: no {package}/__init__.py or README.md; is this {folder}/?")
         return
     from packaging.requirements import Requirement
     from packaging.version import InvalidVersion, Version
@@ -143,8 +151,8 @@ def publish_packages(
     require_tools()
     target = resolve_target(repository_url, repository, index_url)
     projects = [load_project(root) for root in roots]
-    # Dependencies first: schemas, then the runtime, then the generated packages.
-    projects.sort(key=lambda p: (p.generated, normalize(p.name) != SCHEMAS_DISTRIBUTION))
+    # Dependencies first: schemas, servers, the runtime, then the generated packages.
+    projects.sort(key=lambda p: (p.generated, p.generated or PUBLISHING_ORDER.index(normalize(p.name))))
     for project in projects:
         ensure_publishable(project)
         echo(f"{project.root}: up to date ({project.label})")

@@ -6,7 +6,7 @@ Each source returns a `spec.ServerInterface` (what the server said, unchecked):
 The catalog's snapshots are the fourth source (`openenvgen.catalog`, a layer above).
 
 Layer 3 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
-may import openenvgen.errors, openenvgen.spec and openenvgen_schemas; never catalog,
+may import openenvgen.errors, openenvgen.spec, openenvgen_schemas and openenvgen_servers; never catalog,
 build, lifecycle or cli.
 
 Layers: uv_server, server, schema_file < project

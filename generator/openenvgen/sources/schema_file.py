@@ -13,7 +13,7 @@ from typing import Any
 
 from openenvgen.errors import SchemaError, SourceError, UsageError
 from openenvgen.spec import ServerInterface
-from openenvgen_schemas.wire import NonStandardJSON, interface_schemas, strict_json
+from openenvgen_schemas.interface import NonStandardJSON, interface_schemas, strict_json
 
 
 def from_schema_file(path: Path) -> ServerInterface:

@@ -1,7 +1,7 @@
 """A live OpenEnv server as a schema source: `openenv-gen NAME --base-url URL`.
 
 Reads `/health`, `/schema`, `/metadata` and, for an MCP env, the `tools/list` of `/mcp`
-through `openenvgen_schemas.wire` (a timeout and a size bound on every reply, strict JSON:
+through `openenvgen_servers.wire` (a timeout and a size bound on every reply, strict JSON:
 the server is somebody else's), and returns what it said as a `ServerInterface`, unchecked;
 `spec.build_spec` checks it.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from openenvgen.errors import GenError, SchemaError, SourceError, UsageError
 from openenvgen.spec import ServerInterface
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.wire import WireError, get_json, read_interface
+from openenvgen_servers.wire import WireError, get_json, read_interface
 
 TIMEOUT_S = 10.0
 """Seconds each request to the server may take (`--timeout`)."""

@@ -5,17 +5,15 @@ own pyproject and `uv.lock` decide what runs (uv re-resolves a lock that no long
 its pyproject), exactly what users of the UV provider get. `RunSettings` are what an env
 needs beyond that to start here (an interpreter, an extra or overriding requirement).
 Used by the `--project` schema source (an author's env) and by the catalog's capture
-(upstream's envs); the server's process group is stopped with
-`openenvgen_schemas.processes`, its health awaited with `openenvgen_schemas.wire`.
+(upstream's envs); the command is built, run and awaited by `openenvgen_servers.uv`, as the
+runtime's UV launch runs its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import socket
 import subprocess
 import tomllib
 from collections import deque
@@ -25,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from openenvgen.errors import UsageError
-from openenvgen_schemas.processes import find_uv, stop_process_group
-from openenvgen_schemas.wire import NotHealthy, wait_healthy
+from openenvgen_servers import uv
+from openenvgen_servers.ports import free_port
+from openenvgen_servers.processes import find_uv
+from openenvgen_servers.uv import UVServerProcess
+from openenvgen_servers.wire import NotHealthy
 
 START_TIMEOUT_S = 900.0
 """The first start of an env runs its `uv sync`, which downloads its dependencies."""
@@ -122,17 +123,12 @@ def uv_run_prefix(
     """`uv run ... --`: OpenEnv's UVProvider's `uv run --isolated --project ENV`, with the
     env's run settings (`python` is the resolved `--python`; `project` the wrapper project
     that applies overrides)."""
-    command = [require_uv(), "run", "--isolated"]
-    if python:
-        command += ["--python", python]
-    for requirement in settings.with_:
-        command += ["--with", requirement]
-    return [*command, "--project", str(project or env.path), "--"]
+    return uv.uv_run(require_uv(), project or env.path, python=python, with_=settings.with_)
 
 
 def uv_command(env: EnvFolder, port: int, uv_run: list[str] | None = None) -> list[str]:
     """The command OpenEnv's UVProvider runs (openenv.core.containers.runtime.uv_provider)."""
-    return [*(uv_run or uv_run_prefix(env)), "uvicorn", env.app, "--host", HOST, "--port", str(port), "--workers", "1"]
+    return [*(uv_run or uv_run_prefix(env)), *uv.uvicorn(env.app, host=HOST, port=port)]
 
 
 def override_project(env: EnvFolder, overrides: tuple[str, ...], folder: Path) -> Path:
@@ -213,12 +209,6 @@ def installed_versions(env: EnvFolder, uv_run: list[str] | None = None, *, cwd: 
     return versions
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 def _tail(log: Path, lines: int = 12) -> str:
     """The log's last lines, on one line: where a server that failed says why."""
     with contextlib.suppress(OSError), open(log, errors="replace") as fh:
@@ -238,25 +228,17 @@ def running(
 ) -> Iterator[str]:
     """The env's server, started as the UV provider starts it (its output into `log`);
     yields its base URL once `/health` answers, stops its process group on exit."""
-    port = _free_port()
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            uv_command(env, port, uv_run),
-            env={**os.environ, **env_vars},
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # stopping the group also stops the uvicorn uv spawned
-        )
-    url = f"http://{HOST}:{port}"
+    port = free_port(HOST)
+    server = UVServerProcess.start(
+        uv_command(env, port, uv_run), f"http://{HOST}:{port}", env_vars=env_vars, cwd=cwd, log=log
+    )
     try:
         try:
-            wait_healthy(url, timeout, exited=process.poll)
+            server.wait_ready(timeout)
         except NotHealthy as e:
             if e.exit_code is not None:
                 raise ServerFailed(f"server exited with {e.exit_code} while starting: {_tail(log)}") from None
             raise ServerFailed(f"no healthy /health within {timeout:.0f}s: {_tail(log)}") from None
-        yield url
+        yield server.url
     finally:
-        stop_process_group(process)
+        server.stop()

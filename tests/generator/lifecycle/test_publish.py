@@ -41,8 +41,9 @@ import pytest
 from openenvgen import catalog
 from openenvgen.generation.render import RUNTIME_REQUIREMENT, render_package
 from openenvgen.spec import build_spec
+from openenvgen_servers.ports import free_port
 from openenvgen_testsupport.paths import OPENENV_GEN, ROOT
-from openenvgen_testsupport.servers import free_port, wait_until_serving
+from openenvgen_testsupport.servers import wait_until_serving
 
 USER = "publisher"
 PASSWORD = "pw-5b1e-never-printed"
@@ -120,7 +121,7 @@ def index(tmp_path: Path) -> Iterator[Index]:
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Copies of schemas/ and runtime/ and a freshly generated wordle-openenv (builds never
+    """Copies of schemas/, servers/ and runtime/ and a freshly generated wordle-openenv (builds never
     touch the work tree)."""
     root = tmp_path_factory.mktemp("sources")
     generated = subprocess.run(
@@ -130,6 +131,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "runtime": Path(shutil.copytree(ROOT / "runtime", root / "runtime", ignore=_COPY_IGNORE)),
         "schemas": Path(shutil.copytree(ROOT / "schemas", root / "schemas", ignore=_COPY_IGNORE)),
+        "servers": Path(shutil.copytree(ROOT / "servers", root / "servers", ignore=_COPY_IGNORE)),
         "wordle": root / "wordle-openenv",
     }
 
@@ -171,6 +173,7 @@ def lines(result: subprocess.CompletedProcess[str], prefix: str) -> list[str]:
 
 RUNTIME_FILES = {"openenvgen_runtime-0.1.0.tar.gz", "openenvgen_runtime-0.1.0-py3-none-any.whl"}
 SCHEMAS_FILES = {"openenvgen_schemas-0.1.0.tar.gz", "openenvgen_schemas-0.1.0-py3-none-any.whl"}
+SERVERS_FILES = {"openenvgen_servers-0.1.0.tar.gz", "openenvgen_servers-0.1.0-py3-none-any.whl"}
 WORDLE_FILES = {"wordle_openenv-0.1.0.tar.gz", "wordle_openenv-0.1.0-py3-none-any.whl"}
 
 
@@ -236,10 +239,11 @@ print(json.dumps({
 
 
 def test_publish_install_from_the_index_and_republish(index: Index, sources: dict[str, Path], tmp_path: Path) -> None:
-    everything = SCHEMAS_FILES | RUNTIME_FILES | WORDLE_FILES
+    everything = SCHEMAS_FILES | SERVERS_FILES | RUNTIME_FILES | WORDLE_FILES
     first = publish(
         str(sources["wordle"]),
         str(sources["runtime"]),
+        str(sources["servers"]),
         str(sources["schemas"]),
         "--repository-url",
         index.url,
@@ -248,10 +252,11 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     assert first.returncode == 0, first.stdout + first.stderr
     assert set(index.files()) == everything
     assert sorted(lines(first, "uploaded ")) == sorted(f"uploaded {f} to {index.url}" for f in everything)
-    # Dependencies go first whatever the argument order: schemas, then the runtime.
+    # Dependencies go first whatever the argument order: schemas, servers, then the runtime.
     uploaded = [line.split()[1] for line in lines(first, "uploaded ")]
-    assert [name.split("-")[0] for name in uploaded[:4]] == ["openenvgen_schemas"] * 2 + ["openenvgen_runtime"] * 2
-    assert first.stdout.rstrip().endswith("done: 6 uploaded, 0 already on the index")
+    ours = ["openenvgen_schemas"] * 2 + ["openenvgen_servers"] * 2 + ["openenvgen_runtime"] * 2
+    assert [name.split("-")[0] for name in uploaded[:6]] == ours
+    assert first.stdout.rstrip().endswith("done: 8 uploaded, 0 already on the index")
 
     # A fresh venv installs wordle-openenv from the local index and pulls the runtime through its metadata.
     python = fresh_venv(tmp_path / "fresh")
@@ -275,8 +280,8 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     )
     assert install.returncode == 0, install.stdout + install.stderr
     assert (
-        "Successfully installed openenvgen-runtime-0.1.0 openenvgen-schemas-0.1.0 wordle-openenv-0.1.0"
-        in install.stdout
+        "Successfully installed openenvgen-runtime-0.1.0 openenvgen-schemas-0.1.0 openenvgen-servers-0.1.0 "
+        "wordle-openenv-0.1.0" in install.stdout
     ), install.stdout
     probe = subprocess.run(
         [str(python), "-c", PROBE],
@@ -301,6 +306,7 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     before = index.files()
     again = publish(
         str(sources["schemas"]),
+        str(sources["servers"]),
         str(sources["runtime"]),
         str(sources["wordle"]),
         "--repository-url",
@@ -310,7 +316,7 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     assert again.returncode == 0, again.stdout + again.stderr
     assert lines(again, "uploaded ") == []
     assert sorted(lines(again, "skipped ")) == sorted(f"skipped {f}: already on the index" for f in everything)
-    assert again.stdout.rstrip().endswith("done: 0 uploaded, 6 already on the index")
+    assert again.stdout.rstrip().endswith("done: 0 uploaded, 8 already on the index")
     assert index.files() == before
 
 

@@ -5,6 +5,6 @@ OpenAI-compatible model (`scripted_model`), running the generator (`generating`)
 (`adapters`, `rollout`, `served`, `drift`), Docker images (`docker_images`), loud skips
 (`skips`) and where things are (`paths`).
 
-It sits above everything it tests: it may import `openenvgen`, `openenvgen_runtime` and
-`openenvgen_schemas`, never a test module (nor `tests`), so `bench/` can use it too.
+It sits above everything it tests: it may import `openenvgen`, `openenvgen_runtime`,
+`openenvgen_schemas` and `openenvgen_servers`, never a test module (nor `tests`), so `bench/` can use it too.
 """

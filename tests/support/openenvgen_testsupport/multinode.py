@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openenvgen_servers.ports import free_port
 from openenvgen_testsupport import swarm_node
 from openenvgen_testsupport.swarm_node import Node, start_daemon, stop_node
 
@@ -194,12 +195,6 @@ def _free_subnet() -> ipaddress.IPv4Network:
     raise MultinodeUnavailable("no free 192.168.x.0/24 subnet for the test bridge")
 
 
-def _free_port(address: str) -> int:
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return int(s.getsockname()[1])
-
-
 def _wait(check: Callable[[], bool], what: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -321,7 +316,7 @@ def multinode_swarm(image: str, *, workers: int = 2, registry_cache: Path | None
             _run("ip", "route", "add", "default", "via", bridge_address, netns=node.netns)
 
         lap("network")
-        port = _free_port(bridge_address)
+        port = free_port(bridge_address)
         registry = f"{bridge_address}:{port}"
         storage = registry_cache or root / "registry"
         storage.mkdir(parents=True, exist_ok=True)

@@ -30,24 +30,18 @@ from typing import Any
 import httpx
 import uvicorn
 
+from openenvgen_servers.ports import free_port
+
 __all__ = [
     "HOST",
     "ServedApp",
     "ServerProcess",
-    "free_port",
     "serve_app",
     "serve_app_subprocess",
     "wait_until_serving",
 ]
 
 HOST = "127.0.0.1"
-
-
-def free_port(host: str = HOST) -> int:
-    """A port that was free a moment ago (callers must tolerate a rare race)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_serving(

@@ -1,4 +1,4 @@
-"""`openenvgen_schemas.wire` against a real server on loopback: what it refuses, and how each failure reads.
+"""`openenvgen_servers.wire` against a real server on loopback: what it refuses, and how each failure reads.
 
 One scripted Starlette app serves every test: each test says what each path answers
 (`script.replies`), and the app records the requests it got (`script.seen`). Each reading
@@ -24,10 +24,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from openenvgen_schemas import wire
 from openenvgen_schemas.modeldiff import is_mcp_action
-from openenvgen_schemas.processes import stop_process_group
-from openenvgen_testsupport.servers import free_port, serve_app
+from openenvgen_servers import wire
+from openenvgen_servers.ports import free_port
+from openenvgen_servers.processes import stop_process_group
+from openenvgen_testsupport.servers import serve_app
 
 Reply = Callable[[Request], Awaitable[Response]]
 FORMS = ("sync", "async")
@@ -165,15 +166,6 @@ def test_nan_and_infinity_are_refused(form: str, constant: str, served: tuple[st
     error = refused(form, f"{url}/nan")
     assert error.problem == "non_standard_json"
     assert str(error) == f"{url}/nan: not valid JSON ({constant} is not a JSON number)"
-
-
-def test_strict_json_reads_json_and_refuses_nan_as_its_own_error() -> None:
-    assert wire.strict_json('{"a": [1, 2.5, null]}') == {"a": [1, 2.5, None]}
-    assert wire.strict_json(b'"\\u00e9"') == "é"
-    with pytest.raises(wire.NonStandardJSON, match="NaN"):
-        wire.strict_json("[NaN]")
-    with pytest.raises(ValueError):  # any other bad JSON: json's own error
-        wire.strict_json("{")
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,15 @@
 
 An env server started through `uv run` is uv plus the uvicorn it spawns; both run in the
 process group the server was started in (`start_new_session=True`), so stopping the group
-stops both. Used by the runtime's UV launch, the catalog's capture and the test and bench
-servers alike.
+stops both, and `die_with_parent` has the kernel end it if the process that started it dies
+without stopping it. Used by `uv` (the generator's and the runtime's UV servers) and the
+test and bench servers alike.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -19,6 +21,7 @@ from pathlib import Path
 
 GRACE_S = 10.0
 """Seconds a server gets to exit after SIGTERM before its group is killed."""
+_PR_SET_PDEATHSIG = 1
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -89,3 +92,13 @@ def stop_process_group(process: subprocess.Popen[bytes] | subprocess.Popen[str],
 def find_uv() -> str | None:
     """`uv` on PATH, else the one installed next to this interpreter (an unactivated venv)."""
     return shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` for a server: SIGTERM it when the process that started it dies, even by
+    SIGKILL, so no server outlives its run (Linux; elsewhere a no-op)."""
+    # Runs in the child between fork and exec. The kernel ties this to the thread that
+    # started the server: the runtime's launches run in the event loop's executor threads,
+    # which live until the loop closes (after the pool has stopped its servers).
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)

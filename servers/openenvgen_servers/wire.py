@@ -3,29 +3,28 @@
 `/health`, `/schema` and, for MCP envs, `tools/list` on `/mcp`: the generator reads them to
 make a package (`sources`), the catalog's capture to record an env, the runtime's pool to
 check a server against its package. Each reply is read with a size bound and strict JSON
-(no NaN or Infinity: they are not JSON and would become bad Python), and every failure is
-one `WireError` whose message names the URL; callers turn it into their own error type.
-Sync (`httpx.Client`) and async (`httpx.AsyncClient`) forms share the request, the bound
-and the parsing; only the I/O differs.
+(`openenvgen_schemas.interface`), and every failure is one `WireError` whose message names
+the URL; callers turn it into their own error type. Sync (`httpx.Client`) and async
+(`httpx.AsyncClient`) forms share the request, the bound and the parsing; only the I/O
+differs.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from openenvgen_schemas.interface import InterfaceError, NonStandardJSON, interface_schemas, strict_json, tools_of
+
 if TYPE_CHECKING:
     import httpx
-# httpx (and asyncio) are imported by the functions that use them: the generator reads a
-# saved schema (`strict_json`) on its fast path, and httpx alone costs about 0.1 s to import.
+# httpx (and asyncio) are imported by the functions that use them: httpx alone costs about
+# 0.1 s to import, and a generator run from the catalog or a schema file needs no HTTP.
 
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 """A reply larger than this is refused: the server is somebody else's."""
-INTERFACE_PARTS = ("action", "observation", "reset_observation")
-"""The parts of `/schema` a package is generated from (`state` never is)."""
 TOOLS_LIST = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}
 """The MCP JSON-RPC request that lists an env's tools."""
 HEALTH_TIMEOUT = 5.0
@@ -40,20 +39,6 @@ class WireError(Exception):
     def __init__(self, message: str, problem: Problem) -> None:
         super().__init__(message)
         self.problem = problem
-
-
-class NonStandardJSON(ValueError):
-    """NaN, Infinity or -Infinity where JSON has only finite numbers."""
-
-
-def _reject_constant(name: str) -> Any:
-    """`json.loads`'s hook for NaN and the infinities: refuse them."""
-    raise NonStandardJSON(name)
-
-
-def strict_json(text: str | bytes) -> Any:
-    """`json.loads` without NaN/Infinity."""
-    return json.loads(text, parse_constant=_reject_constant)
 
 
 def parse_reply(url: str, body: bytes) -> Any:
@@ -123,23 +108,9 @@ async def get_json_async(client: httpx.AsyncClient, method: str, url: str, **kwa
     return parse_reply(url, bytes(body))
 
 
-def interface_schemas(url: str, schema: Any) -> dict[str, Any]:
-    """The parts of a `/schema` reply a package is generated from (reset_observation where served)."""
-    if not isinstance(schema, dict) or not {"action", "observation"} <= schema.keys():
-        raise WireError(f"{url}: no action/observation schemas (is this an OpenEnv server?)", "shape")
-    return {part: schema[part] for part in INTERFACE_PARTS if part in schema}
-
-
-def tools_of(url: str, reply: Any) -> list[dict[str, Any]]:
-    """The tool list of a `tools/list` reply (each tool a JSON object)."""
-    result = reply.get("result") if isinstance(reply, dict) else None
-    tools = result.get("tools") if isinstance(result, dict) else None
-    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
-        error = reply.get("error") if isinstance(reply, dict) else None
-        if isinstance(error, dict) and "message" in error:  # a JSON-RPC error says why
-            raise WireError(f"{url}: tools/list failed: {error['message']}", "shape")
-        raise WireError(f"{url}: tools/list returned no tool list", "shape")
-    return tools
+def _shape_error(error: InterfaceError) -> WireError:
+    """A reply that is JSON but no interface."""
+    return WireError(str(error), "shape")
 
 
 @dataclass(frozen=True)
@@ -150,13 +121,33 @@ class Interface:
     tools: list[dict[str, Any]] | None
 
 
+def read_tools(client: httpx.Client, base_url: str) -> list[dict[str, Any]]:
+    """An MCP env's tools: the `tools/list` of its `/mcp`."""
+    url = f"{base_url}/mcp"
+    try:
+        return tools_of(url, get_json(client, "POST", url, json=TOOLS_LIST))
+    except InterfaceError as e:
+        raise _shape_error(e) from None
+
+
+async def read_tools_async(client: httpx.AsyncClient, base_url: str) -> list[dict[str, Any]]:
+    """`read_tools` on an async client."""
+    url = f"{base_url}/mcp"
+    try:
+        return tools_of(url, await get_json_async(client, "POST", url, json=TOOLS_LIST))
+    except InterfaceError as e:
+        raise _shape_error(e) from None
+
+
 def read_interface(client: httpx.Client, base_url: str, *, mcp: Callable[[dict[str, Any]], bool]) -> Interface:
     """`/schema`, and the tool list when `mcp(action schema)` says the env is an MCP env."""
-    schema = interface_schemas(f"{base_url}/schema", get_json(client, "GET", f"{base_url}/schema"))
-    tools = None
+    url = f"{base_url}/schema"
+    try:
+        schema = interface_schemas(url, get_json(client, "GET", url))
+    except InterfaceError as e:
+        raise _shape_error(e) from None
     # An action schema that is no JSON object is no MCP env's; the spec check refuses it later.
-    if isinstance(schema["action"], dict) and mcp(schema["action"]):
-        tools = tools_of(f"{base_url}/mcp", get_json(client, "POST", f"{base_url}/mcp", json=TOOLS_LIST))
+    tools = read_tools(client, base_url) if isinstance(schema["action"], dict) and mcp(schema["action"]) else None
     return Interface(schema, tools)
 
 
@@ -165,11 +156,13 @@ async def read_interface_async(
 ) -> Interface:
     """`read_interface` on an async client."""
     url = f"{base_url}/schema"
-    schema = interface_schemas(url, await get_json_async(client, "GET", url))
+    try:
+        schema = interface_schemas(url, await get_json_async(client, "GET", url))
+    except InterfaceError as e:
+        raise _shape_error(e) from None
     tools = None
     if isinstance(schema["action"], dict) and mcp(schema["action"]):
-        reply = await get_json_async(client, "POST", f"{base_url}/mcp", json=TOOLS_LIST)
-        tools = tools_of(f"{base_url}/mcp", reply)
+        tools = await read_tools_async(client, base_url)
     return Interface(schema, tools)
 
 

@@ -1,4 +1,4 @@
-"""`openenvgen_schemas.processes` on real processes: a server's group stopped whole, and `find_uv`.
+"""`openenvgen_servers.processes` on real processes: a server's group stopped whole, and `find_uv`.
 
 Each group is a leader (as `uv run` is) that starts a child (as uvicorn is) and then
 reports the child's pid. A process is "running" while `/proc` shows it in any state but
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from openenvgen_schemas.processes import find_uv, stop_process_group
+from openenvgen_servers.processes import find_uv, stop_process_group
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 

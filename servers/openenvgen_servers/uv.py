@@ -1,0 +1,120 @@
+"""An env server started with `uv run`, as OpenEnv's UV provider starts it: one way for the
+generator and the runtime.
+
+OpenEnv's `UVProvider` runs `uv run --isolated --project ENV -- uvicorn APP --host H --port P
+--workers W`; `uv_run` and `uvicorn` build that command (tests/servers/test_uv.py holds it to
+what the provider itself runs), with uv's `--python` and `--with` where an env needs them.
+`UVServerProcess.start` runs it the way both need: its output into a log whose first line is
+the command (a failure report then says what was tried), in a process group of its own (so
+stopping it also stops the uvicorn that `uv run` spawned), ended by the kernel if this
+process dies first; `wait_ready` returns once `/health` answers. The generator runs an
+author's or upstream's env with it (`openenvgen.sources.uv_server`); the runtime wraps it in
+OpenEnv's provider API (`openenvgen_runtime.uv_provider`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from openenvgen_servers.processes import die_with_parent, stop_process_group
+from openenvgen_servers.wire import wait_healthy
+
+COMMAND_PREFIX = "$ "
+"""Starts the first line of a UV server's log: the command that was run."""
+
+
+def uv_run(uv: str, project: str | Path, *, python: str | None = None, with_: Sequence[str] = ()) -> list[str]:
+    """`uv run --isolated --project PROJECT --`, what OpenEnv's UV provider runs a server
+    behind; `python` adds `--python` (an interpreter), `with_` a `--with` per requirement."""
+    command = [uv, "run", "--isolated"]
+    if python:
+        command += ["--python", python]
+    for requirement in with_:
+        command += ["--with", requirement]
+    return [*command, "--project", str(project), "--"]
+
+
+def uvicorn(app: str, *, host: str, port: int, workers: int = 1, reload: bool = False) -> list[str]:
+    """`uvicorn APP --host H --port P --workers W`: the server OpenEnv's UV provider runs after `uv run ... --`."""
+    args = ["uvicorn", app, "--host", host, "--port", str(port), "--workers", str(workers)]
+    return [*args, "--reload"] if reload else args
+
+
+class UVServerProcess:
+    """One env server run by `start`: its URL, its process group and its log."""
+
+    def __init__(self, url: str, process: subprocess.Popen[bytes], log: Path, *, owns_log: bool) -> None:
+        self.url = url
+        self.process = process
+        self.log = log
+        self._owns_log = owns_log
+
+    @classmethod
+    def start(
+        cls,
+        command: Sequence[str],
+        url: str,
+        *,
+        env_vars: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        log: Path | None = None,
+    ) -> UVServerProcess:
+        """Run `command`, a server that will answer at `url`, without waiting for it: its
+        environment is this process's plus `env_vars`; its output goes to `log` (a temporary
+        file that `stop` removes, when None)."""
+        if log is None:
+            fd, name = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
+            out: BinaryIO = os.fdopen(fd, "wb")
+            path, owns_log = Path(name), True
+        else:
+            out, path, owns_log = open(log, "wb"), log, False
+        try:
+            with out:
+                out.write(f"{COMMAND_PREFIX}{shlex.join(command)}\n".encode())
+                out.flush()
+                process = subprocess.Popen(
+                    list(command),
+                    env={**os.environ, **(env_vars or {})},
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # stopping the group also stops the uvicorn uv spawned
+                    preexec_fn=die_with_parent,
+                )
+        except BaseException:
+            if owns_log:
+                path.unlink(missing_ok=True)
+            raise
+        return cls(url, process, path, owns_log=owns_log)
+
+    def exit_code(self) -> int | None:
+        """The server process's exit code once it has exited, else None."""
+        return self.process.poll()
+
+    def wait_ready(self, timeout: float) -> None:
+        """Return once the server answers `/health`; `wire.NotHealthy` if it exits or time runs out."""
+        wait_healthy(self.url, timeout, exited=self.exit_code)
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The log's first line (the command) and its last `lines` lines."""
+        try:
+            with open(self.log, errors="replace") as fh:
+                first = fh.readline()
+                rest = deque(fh, maxlen=lines)
+        except OSError:
+            return ""
+        return (first + "".join(rest)).strip()
+
+    def stop(self) -> None:
+        """Stop the server's whole process group; remove the log if `start` made it."""
+        stop_process_group(self.process)
+        if self._owns_log:
+            self.log.unlink(missing_ok=True)

@@ -1,0 +1,231 @@
+"""`openenvgen_servers.uv`: the command OpenEnv's UV provider runs, and one env server run with it.
+
+The command is held to what OpenEnv's public `UVProvider.start` runs, and to what the
+runtime's `UVServer` (OpenEnv's provider API, run our way) runs: each is started with a
+stand-in `uv` on PATH that records its arguments. `UVServerProcess` runs real servers (a
+small Starlette app under `python -m uvicorn`, or a process that never serves).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from openenvgen_servers import uv
+from openenvgen_servers.ports import free_port
+from openenvgen_servers.uv import COMMAND_PREFIX, UVServerProcess
+from openenvgen_servers.wire import NotHealthy
+
+# A `uv` that answers `uv --version` (OpenEnv's provider asks it) and otherwise writes its
+# arguments to $ARGV_FILE and exits.
+FAKE_UV = textwrap.dedent(
+    f"""\
+    #!{sys.executable}
+    import json, os, sys
+    if sys.argv[1:] == ["--version"]:
+        print("uv 0.0.0")
+    else:
+        with open(os.environ["ARGV_FILE"], "w") as out:
+            json.dump(sys.argv[1:], out)
+    """
+)
+
+APP = textwrap.dedent(
+    """\
+    import os
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def health(request):
+        return JSONResponse({"status": "healthy", "greeting": os.environ.get("GREETING"), "cwd": os.getcwd()})
+
+    app = Starlette(routes=[Route("/health", health)])
+    """
+)
+
+
+@pytest.fixture
+def fake_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """PATH starts with a stand-in `uv`; the returned file is where it writes its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "uv"
+    script.write_text(FAKE_UV)
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("ARGV_FILE", str(argv_file))
+    return argv_file
+
+
+def recorded(argv_file: Path) -> list[str]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if argv_file.is_file() and argv_file.read_text():
+            arguments: list[str] = json.loads(argv_file.read_text())
+            argv_file.unlink()
+            return arguments
+        time.sleep(0.05)
+    pytest.fail("the stand-in uv was never run")
+
+
+CASES = [(1, False), (2, False), (1, True)]
+
+
+@pytest.mark.parametrize(("workers", "reload"), CASES)
+def test_the_command_is_the_one_openenvs_uv_provider_runs(
+    fake_uv: Path, tmp_path: Path, workers: int, reload: bool
+) -> None:
+    from openenv.core.containers.runtime import UVProvider
+
+    project = tmp_path / "env"
+    provider = UVProvider(project_path=str(project), app="server.app:app", host="127.0.0.1", reload=reload)
+    try:
+        provider.start(port=8123, workers=workers)
+        theirs = recorded(fake_uv)
+    finally:
+        provider.stop()
+    ours = [
+        *uv.uv_run("uv", project),
+        *uv.uvicorn("server.app:app", host="127.0.0.1", port=8123, workers=workers, reload=reload),
+    ]
+    assert ours[1:] == theirs
+
+
+@pytest.mark.parametrize(("workers", "reload"), CASES)
+def test_the_runtimes_uv_server_runs_what_openenvs_provider_runs(
+    fake_uv: Path, tmp_path: Path, workers: int, reload: bool
+) -> None:
+    from openenv.core.containers.runtime import UVProvider
+
+    from openenvgen_runtime.uv_provider import UVServer
+
+    project = tmp_path / "env"
+    commands = []
+    for provider in (
+        UVProvider(project_path=str(project), app="pkg.server.app:app", host="127.0.0.1", reload=reload),
+        UVServer(project_path=str(project), app="pkg.server.app:app", host="127.0.0.1", reload=reload),
+    ):
+        try:
+            provider.start(port=8123, workers=workers)
+            commands.append(recorded(fake_uv))
+        finally:
+            provider.stop()
+    assert commands[0] == commands[1]
+
+
+def test_uv_run_adds_an_interpreter_and_requirements_before_the_project() -> None:
+    assert uv.uv_run("/bin/uv", Path("/src/env"), python="3.12", with_=["a==1", "b"]) == [
+        "/bin/uv", "run", "--isolated", "--python", "3.12", "--with", "a==1", "--with", "b",
+        "--project", "/src/env", "--",
+    ]  # fmt: skip
+
+
+def app_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "uvicorn", "app:app", "--host", "127.0.0.1", "--port", str(port)]
+
+
+def group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_server_runs_in_its_folder_with_its_variables_and_is_stopped_whole(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    port = free_port("127.0.0.1")
+    command = app_command(port)
+    server = UVServerProcess.start(command, f"http://127.0.0.1:{port}", env_vars={"GREETING": "hi"}, cwd=tmp_path)
+    try:
+        server.wait_ready(120)
+        health = httpx.get(f"{server.url}/health", timeout=10).json()
+        assert (health["greeting"], health["cwd"]) == ("hi", str(tmp_path))
+        assert server.exit_code() is None
+        # The log's first line says what ran; it is a temporary file of the server's own.
+        assert server.log_tail().splitlines()[0] == f"{COMMAND_PREFIX}{shlex.join(command)}"
+        log = server.log
+        assert log.is_file() and log.parent != tmp_path
+    finally:
+        server.stop()
+    assert group_gone(server.process.pid)
+    assert not log.exists()
+
+
+def test_a_server_that_exits_while_starting_says_so_with_its_log(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    command = [sys.executable, "-c", "import sys; print('no such env', flush=True); sys.exit(3)"]
+    server = UVServerProcess.start(command, "http://127.0.0.1:9", log=log)
+    try:
+        with pytest.raises(NotHealthy) as caught:
+            server.wait_ready(60)
+        assert caught.value.exit_code == 3
+        assert server.log_tail().splitlines() == [f"{COMMAND_PREFIX}{shlex.join(command)}", "no such env"]
+    finally:
+        server.stop()
+    assert log.read_text().endswith("no such env\n")  # a log given by the caller is the caller's
+
+
+def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
+    server = UVServerProcess.start(
+        [sys.executable, "-c", "import time; time.sleep(60)"], f"http://127.0.0.1:{free_port()}"
+    )
+    try:
+        with pytest.raises(NotHealthy, match=r"server not ready after 1s") as caught:
+            server.wait_ready(1.0)
+        assert caught.value.exit_code is None
+    finally:
+        server.stop()
+    assert group_gone(server.process.pid)
+
+
+PARENT = textwrap.dedent(
+    """\
+    import sys, time
+    from openenvgen_servers.uv import UVServerProcess
+    server = UVServerProcess.start([sys.executable, "-c", "import time; time.sleep(120)"], "http://127.0.0.1:9")
+    print(server.process.pid, flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def running(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_a_server_ends_when_the_process_that_started_it_is_killed() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert running(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(30)
+        deadline = time.monotonic() + 30
+        while running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running(child), "the server outlived the process that started it"
+    finally:
+        parent.kill()
+        parent.wait(30)
+        if child and running(child):
+            os.kill(child, signal.SIGKILL)
