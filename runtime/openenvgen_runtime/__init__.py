@@ -3,13 +3,13 @@
 Above `openenvgen_schemas` (the one package of ours it imports; never the generator,
 `openenvgen`), verifiers and OpenEnv.
 
-Layers (each module imports only modules of layers left of its own): json_text, media, passthrough,
-reply_deadline < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,
-observations, openenv_private, provider, ranges, scoring, seat, typed_hooks < config, docker_cli,
+Layers (each module imports only modules of layers left of its own): json_text, media, openenv_import,
+passthrough < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,
+observations, provider, ranges, scoring, seat, typed_hooks < config, docker_cli,
 drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper,
 swarm_provider < launch < watch < pool < episode, tasks < client, taskset < play
 
-Nothing of OpenEnv is imported up front: `openenv_private.openenv_module` imports it (without
+Nothing of OpenEnv is imported up front: `openenv_import.openenv_module` imports it (without
 its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
 `docker_provider`, `swarm_provider`) only when that mode runs; the pool sees any of them
 as a `provider.Provider`.

@@ -37,7 +37,7 @@ from openenvgen_runtime.actions import ActionSpace
 from openenvgen_runtime.drift import check_drift
 from openenvgen_runtime.episode import EnvLost, session_failure
 from openenvgen_runtime.mcp_tools import session_tools
-from openenvgen_runtime.openenv_private import openenv_module
+from openenvgen_runtime.openenv_import import openenv_module
 from openenvgen_runtime.pool import CLIENT_MODULE, ServerPool
 from openenvgen_runtime.servers import Server
 from openenvgen_runtime.typed_hooks import RESET, STEP, ObservationModels

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.errors import LaunchError
-from openenvgen_runtime.openenv_private import openenv_module
+from openenvgen_runtime.openenv_import import openenv_module
 from openenvgen_runtime.provider import free_port
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI

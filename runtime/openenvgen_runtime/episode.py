@@ -27,7 +27,6 @@ from typing import Any
 from verifiers.v1.types import AssistantMessage, ToolMessage, UserMessage
 from websockets.exceptions import ConnectionClosed
 
-from openenvgen_runtime import openenv_private
 from openenvgen_runtime.actions import ActionSpace, InvalidAction, ToolCallRequest
 from openenvgen_runtime.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.observations import (
@@ -74,8 +73,10 @@ def episode_metrics(final: dict[str, Any], score: Score) -> dict[str, float]:
 
 
 async def _step(client: Any, action: dict[str, Any]) -> Any:
+    """`await client.step(action)` (OpenEnv's client, under its own `message_timeout_s`),
+    its failures read by `session_failure`."""
     try:
-        return await openenv_private.step(client, action)  # `client.step`, without a task per reply
+        return await client.step(action)
     except (*_LOST, RuntimeError) as e:
         failure = session_failure(e)
         if failure is None:

@@ -31,7 +31,7 @@ from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.errors import LaunchError
 from openenvgen_runtime.fleet import Fleet
 from openenvgen_runtime.launch import Launcher
-from openenvgen_runtime.openenv_private import openenv_module
+from openenvgen_runtime.openenv_import import openenv_module
 from openenvgen_runtime.servers import Server, describe, fleet_urls
 from openenvgen_runtime.watch import HealthWatch
 

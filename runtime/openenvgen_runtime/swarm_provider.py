@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.docker_cli import docker, label_args, last_line
 from openenvgen_runtime.errors import LaunchError
-from openenvgen_runtime.openenv_private import openenv_module
+from openenvgen_runtime.openenv_import import openenv_module
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""

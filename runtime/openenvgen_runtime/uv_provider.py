@@ -1,7 +1,8 @@
 """The UV launch mode (the default): an env server run with `uv run`, through OpenEnv's UV provider.
 
-`UVServer` is OpenEnv's `UVProvider`, running the same command (OpenEnv builds it) its own
-way: the server's output goes to a log file (so a server that dies while starting is
+`UVServer` is OpenEnv's `UVProvider` (its public class), running the command that provider
+runs (`uv run --isolated --project P -- uvicorn APP ...`, built here: OpenEnv keeps its
+builder private) its own way: the server's output goes to a log file (so a server that dies while starting is
 reported with its last lines, not after a timeout), it runs in a process group of its own
 (so stopping it also stops the uvicorn that `uv run` spawned), and the kernel terminates it
 if this process dies without cleaning up.
@@ -23,12 +24,14 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openenvgen_runtime import openenv_private
 from openenvgen_runtime.errors import LaunchError
+from openenvgen_runtime.openenv_import import openenv_module
 from openenvgen_runtime.provider import free_port
 from openenvgen_schemas.processes import find_uv, stop_process_group
 from openenvgen_schemas.wire import NotHealthy, wait_healthy
 
+GIT_URL_PREFIX = "git+"
+"""Marks a `project_path` that is a git URL to clone first, as OpenEnv's `UVProvider` reads it."""
 COMMAND_PREFIX = "$ "
 """Starts the first line of a UV server's log: the command that was run."""
 _PR_SET_PDEATHSIG = 1
@@ -36,7 +39,32 @@ _PR_SET_PDEATHSIG = 1
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
     from openenv.core.containers.runtime import UVProvider
 else:
-    UVProvider = openenv_private.openenv_module("openenv.core.containers.runtime").UVProvider
+    UVProvider = openenv_module("openenv.core.containers.runtime").UVProvider
+
+
+def uv_command(*, host: str, port: int, reload: bool, workers: int, app: str, project_path: str) -> list[str]:
+    """The command that serves `app` from the project at `project_path` in an isolated
+    environment: what OpenEnv's `UVProvider.start` runs for the same options."""
+    command = ["uv", "run", "--isolated", "--project", project_path, "--"]
+    command += ["uvicorn", app, "--host", host, "--port", str(port), "--workers", str(workers)]
+    return [*command, "--reload"] if reload else command
+
+
+def clone_git_project(git_url: str, timeout_s: float) -> str:
+    """A shallow clone of the `git+URL` project in a new temporary folder (`uv run
+    --project` takes only a local folder); its path. A failure is a LaunchError."""
+    url = git_url.removeprefix(GIT_URL_PREFIX)
+    folder = tempfile.mkdtemp(prefix="openenv-uv-clone-")
+    try:
+        subprocess.run(
+            ["git", "clone", "--depth", "1", url, folder], check=True, capture_output=True, text=True, timeout=timeout_s
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        said = e.stderr.strip().splitlines() if isinstance(e, subprocess.CalledProcessError) else []
+        detail = said[-1] if said else str(e)
+        raise LaunchError(f"could not clone {url}: {detail}") from None
+    return folder
 
 
 def _die_with_parent() -> None:
@@ -66,10 +94,10 @@ class UVServer(UVProvider):
             raise RuntimeError("UVProvider is already running")
         self._remove_clone()
         project = self.project_path
-        if project.startswith(openenv_private.git_url_prefix()):
-            project = self.clone_dir = openenv_private.clone_git_project(project, self.context_timeout_s)
+        if project.startswith(GIT_URL_PREFIX):
+            project = self.clone_dir = clone_git_project(project, self.context_timeout_s)
         bind_port = port or free_port()
-        command = openenv_private.uv_command(
+        command = uv_command(
             host=self.host, port=bind_port, reload=self.reload, workers=workers, app=self.app, project_path=project
         )
         env = {**os.environ, **(self.env_vars or {}), **(env_vars or {})}

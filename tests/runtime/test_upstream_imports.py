@@ -25,7 +25,7 @@ print("ok")
 SCRIPT = """
 import sys
 from openenvgen_runtime.pool import CLIENT_MODULE
-from openenvgen_runtime.openenv_private import openenv_module
+from openenvgen_runtime.openenv_import import openenv_module
 
 assert openenv_module(CLIENT_MODULE).GenericEnvClient.__name__ == "GenericEnvClient"
 from openenvgen_runtime import uv_provider
