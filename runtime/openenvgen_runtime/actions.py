@@ -204,16 +204,14 @@ class ActionSpace:
         return self._validated(value)
 
     def _validated(self, value: dict[str, Any]) -> dict[str, Any]:
-        # `model_validate` and `model_dump` with pydantic's own validator and serializer
-        # called directly: the same checks and output, without two Python wrappers per step.
         try:
-            model = self.action_model.__pydantic_validator__.validate_python(value)
+            model = self.action_model.model_validate(value)
         except ValidationError as e:
             if self.union is not None:
                 raise InvalidAction(self._closest_member(value)) from None
             raise InvalidAction(_describe(e)) from None
         # By alias: a field the server calls `class` is `class_` on the model.
-        dumped = model.__pydantic_serializer__.to_python(model, mode="json", exclude_unset=True, by_alias=True)
+        dumped = model.model_dump(mode="json", exclude_unset=True, by_alias=True)
         return self._tagged(model, dumped)
 
     def _member_validated(self, member: UnionMember, value: dict[str, Any]) -> dict[str, Any]:

@@ -124,14 +124,10 @@ async def next_turn(
     (the package's renderer, if it set one: given `models`' instance, or the visible
     fields), the reward and, unless actions are tools, the action schema; with media,
     verifiers content parts."""
+    rendered = await view.render(observation)
     if extension.typed_renderer:
-        instance, media_free = models.for_renderer(kind, observation, reward)
-        if media_free is not None and view.vouched_for(observation, media_free):
-            return turn(extension.render(instance), space, reward, schema=not tools)  # nothing to attach
-        rendered = await view.render(observation, media_free=media_free)
-        text = extension.render(instance)
+        text = extension.render(models.instance(kind, observation, reward, False))
     else:
-        rendered = await view.render(observation)
         text = rendered.text if extension.renderer is None else extension.render(rendered.fields)
     return rendered.content(turn(text, space, reward, schema=not tools))
 

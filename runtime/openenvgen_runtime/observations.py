@@ -35,9 +35,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import json
 import math
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -46,7 +47,6 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 from verifiers.v1.types import ContentPart, ImageUrlContentPart, ImageUrlSource, TextContentPart
 
-from openenvgen_runtime.json_text import dumps_unicode
 from openenvgen_runtime.media import (
     ASSET_SUFFIX,
     BASE64_SUFFIX,
@@ -79,7 +79,7 @@ class RenderedObservation:
 
     @property
     def text(self) -> str:
-        return self.rendered_text if self.rendered_text is not None else dumps_unicode(self.fields)
+        return self.rendered_text if self.rendered_text is not None else json.dumps(self.fields, ensure_ascii=False)
 
     def content(self, text: str | None = None) -> str | list[ContentPart]:
         """`text` (default: the observation's own text) as a user turn's content: the
@@ -132,7 +132,6 @@ class ObservationView:
     """The env server's base URL, for fields whose name ends in `asset_path`."""
     timeout: float = 30.0
     _hidden: tuple[tuple[str, ...], ...] = field(init=False, repr=False)
-    _vouched: dict[frozenset[str], frozenset[str]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         paths = [tuple(p.split(".")) for p in (*ALWAYS_HIDDEN, *self.hidden_fields) if p]
@@ -150,33 +149,15 @@ class ObservationView:
             out = _without(out, path)
         return out
 
-    def vouched_for(self, observation: dict[str, Any], media_free: frozenset[str]) -> bool:
-        """Whether every field of `observation` the model may read is in `media_free`
-        (`typed_observations.media_free_fields`): then it has nothing to attach."""
-        covered = self._vouched.get(media_free)
-        if covered is None:
-            covered = self._vouched[media_free] = media_free | self._dropped
-        return observation.keys() <= covered
-
-    async def render(
-        self, observation: dict[str, Any], *, media_free: Container[str] | None = None
-    ) -> RenderedObservation:
-        """The text and attachments the model reads for `observation`. `media_free`: the
-        top-level fields known to hold no media (`typed_observations.media_free_fields`), for
-        a caller that brings its own text: the others alone are searched, no JSON made."""
+    async def render(self, observation: dict[str, Any]) -> RenderedObservation:
+        """The text and attachments the model reads for `observation`."""
         visible = self.visible(observation)
-        if media_free is not None:
-            rest = {k: v for k, v in visible.items() if k not in media_free}
-            if not rest or not (found := list(_media_fields(rest))):
-                return RenderedObservation(visible)
-        else:
-            text = dumps_unicode(visible)
-            # Every step goes through here: a media key ends in `...64"` or `...path"` in the
-            # JSON, so text without those needs no walk (case aside, the walk decides).
-            if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (
-                found := list(_media_fields(visible))
-            ):
-                return RenderedObservation(visible, rendered_text=text)
+        text = json.dumps(visible, ensure_ascii=False)
+        # A media key ends in `...64"` or `...path"` in the JSON: text without those needs no
+        # walk (case aside, the walk decides). Kept for P3 (bench/p3_step.py, quick, side by
+        # side): 1.057 with it, 1.117 walking every observation (target 1.10).
+        if ('64"' not in text and 'ath"' not in text and 'ATH"' not in text) or not (found := _media_fields(visible)):
+            return RenderedObservation(visible, rendered_text=text)
         media: list[Media] = []
         notes: dict[tuple[str | int, ...], str] = {}
         async with contextlib.AsyncExitStack() as stack:
@@ -305,23 +286,29 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in path)
 
 
-def _media_fields(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str, str]]:
+def _media_fields(node: Any) -> list[tuple[tuple[str | int, ...], str, str]]:
     """(path, value, source) of every media string: a field named `...base64` or
     `...asset_path` holding a non-empty string, or a list of them."""
+    found: list[tuple[tuple[str | int, ...], str, str]] = []
+    _collect_media(node, (), found)
+    return found
+
+
+def _collect_media(node: Any, path: tuple[str | int, ...], found: list[tuple[tuple[str | int, ...], str, str]]) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
             source = media_source(str(key))
-            if source is not None and isinstance(value, str) and value:
-                yield (*path, key), value, source
+            if source is not None and isinstance(value, str):
+                if value:
+                    found.append(((*path, key), value, source))
             elif source is not None and isinstance(value, list) and all(isinstance(v, str) for v in value):
-                for index, item in enumerate(value):
-                    if item:
-                        yield (*path, key, index), item, source
-            else:
-                yield from _media_fields(value, (*path, key))
+                found.extend(((*path, key, index), item, source) for index, item in enumerate(value) if item)
+            elif isinstance(value, _CONTAINERS):
+                _collect_media(value, (*path, key), found)
     elif isinstance(node, list):
         for index, item in enumerate(node):
-            yield from _media_fields(item, (*path, index))
+            if isinstance(item, _CONTAINERS):
+                _collect_media(item, (*path, index), found)
 
 
 def _has_base64_key(node: Any) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openenvgen_runtime.typed_observations import checked_observation, media_free_fields
+from openenvgen_runtime.typed_observations import checked_observation
 
 OBSERVATION = "observation"
 OBSERVATIONS = "observations"
@@ -72,12 +72,6 @@ class ObservationModels:
         """An observation (the server's JSON, its reward and done) as the model of its `kind`,
         or its values when there is no model."""
         return self._checked(kind, observation, reward, done)[0]
-
-    def for_renderer(self, kind: str, observation: dict[str, Any], reward: Any) -> tuple[Any, frozenset[str] | None]:
-        """`instance` of a turn's observation, and the fields of it that hold no media when it
-        validated (None: search them all)."""
-        instance, validated_by = self._checked(kind, observation, reward, False)
-        return instance, None if validated_by is None else media_free_fields(validated_by)
 
     def _checked(
         self, kind: str, observation: dict[str, Any], reward: Any, done: bool

@@ -8,26 +8,14 @@ reported once per process and model, with the field's path, and the caller still
 instance of the model holding the server's values. Every field that validates on its own
 is converted as usual; a field that does not is kept as the server sent it (a plain
 dict, list or scalar), so a hook reading the fields the env did not change keeps working.
-
-A validated observation also tells what cannot hold media (`media_free_fields`): a field
-whose type admits no object keys the model does not name, so a typed renderer's turn
-looks for images only in the fields that can carry them, without the JSON text of the
-observation that the default rendering makes (and a renderer does not read).
 """
 
 from __future__ import annotations
 
-import enum
-import functools
 import logging
-import types
-import typing
 from typing import Any, TypeVar
 
-from pydantic import MISSING, BaseModel, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
-
-from openenvgen_runtime.media import media_source
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -42,53 +30,10 @@ def checked_observation(model: type[ModelT], values: dict[str, Any], *, owner: s
     reported once (per `owner` and model) and kept as the server sent them (see the module
     docstring)."""
     try:
-        # The validator itself, as `model_validate` calls it, without its wrapper: every step of a typed renderer.
-        return model.__pydantic_validator__.validate_python(values), True
+        return model.model_validate(values), True
     except ValidationError as error:
         _report(model, error, owner)
         return _lenient(model, values, error), False
-
-
-@functools.cache
-def media_free_fields(model: type[BaseModel]) -> frozenset[str]:
-    """The top-level keys (the server's names) whose values, once `model` validated them,
-    hold no media: not named like a media field, and of a type with no open object inside
-    (a mapping, `Any`, or a nested model that takes keys it does not name)."""
-    seen = frozenset({model})
-    return frozenset(info.alias or name for name, info in model.model_fields.items() if _closed_field(name, info, seen))
-
-
-def _closed_field(name: str, info: FieldInfo, seen: frozenset[type]) -> bool:
-    """Whether a field holds no media: not named like media (by the server's name), and `_closed`."""
-    return media_source(info.alias or name) is None and _closed(info.annotation, seen)
-
-
-_SCALARS = (str, int, float, bool, bytes, type(None))
-
-
-def _closed(annotation: Any, seen: frozenset[type]) -> bool:
-    """Whether a value of `annotation` holds only keys its models name, none of them media."""
-    if annotation is MISSING or annotation in _SCALARS:
-        return True
-    if isinstance(annotation, type):
-        if issubclass(annotation, enum.Enum):
-            return True
-        if issubclass(annotation, BaseModel):
-            if annotation in seen:  # recursive: its other fields decide
-                return True
-            return annotation.model_config.get("extra") == "forbid" and all(
-                _closed_field(name, info, seen | {annotation}) for name, info in annotation.model_fields.items()
-            )
-        return False
-    origin = typing.get_origin(annotation)
-    arguments = typing.get_args(annotation)
-    if origin is typing.Literal:
-        return True
-    if origin is typing.Annotated:
-        return _closed(arguments[0], seen)
-    if origin in (typing.Union, types.UnionType, list, tuple, set, frozenset):
-        return all(a is Ellipsis or _closed(a, seen) for a in arguments)
-    return False
 
 
 def _lenient(model: type[ModelT], values: dict[str, Any], error: ValidationError) -> ModelT:

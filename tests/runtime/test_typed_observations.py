@@ -1,5 +1,6 @@
-"""Observations as generated models: which fields can hold media, and that a typed
-renderer's turn finds exactly the attachments the default rendering finds."""
+"""A typed renderer's turn (the package's renderer given the generated observation model):
+the renderer's text, with exactly the attachments the default rendering finds, whether or not
+the observation validates."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import MISSING, BaseModel, ConfigDict, Field
 
+from openenvgen_runtime.actions import ActionSpace
+from openenvgen_runtime.episode import next_turn
+from openenvgen_runtime.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.media import MediaError
 from openenvgen_runtime.observations import ObservationView
-from openenvgen_runtime.typed_hooks import ObservationModels
-from openenvgen_runtime.typed_observations import media_free_fields
+from openenvgen_runtime.prompts import turn
+from openenvgen_runtime.typed_hooks import NO_MODELS, ObservationModels
 from openenvgen_testsupport.media_envs import png
 
 
@@ -65,20 +69,6 @@ class Board(BaseModel):
     shot: str = Field("", alias="shot_asset_path")
 
 
-def test_only_fields_whose_type_names_every_key_are_media_free() -> None:
-    assert media_free_fields(Board) == {
-        "done",
-        "reward",
-        "prompt",
-        "colour",
-        "mode",
-        "cells",
-        "shape",
-        "grid",
-        "tree",
-    }
-
-
 PNG = base64.b64encode(png((1, 2, 3))).decode()
 _MEDIA_KEYS = ["x_base64", "Frame_BASE64", "note"]
 _LEAF = st.none() | st.integers(-3, 3) | st.sampled_from(["", "text", PNG])
@@ -99,12 +89,20 @@ _FIELDS = {
 }
 
 
-def _media(view: ObservationView, observation: dict[str, Any], media_free: frozenset[str] | None) -> Any:
+class Guess(BaseModel):
+    message: str
+
+
+SPACE = ActionSpace(action_model=Guess, action_schema=Guess.model_json_schema())
+
+
+def _turn(view: ObservationView, observation: dict[str, Any], extension: Extension, models: ObservationModels) -> Any:
+    """The turn's text and attachment parts, or the MediaError's message."""
     try:
-        rendered = asyncio.run(view.render(observation, media_free=media_free))
+        content = asyncio.run(next_turn(view, SPACE, observation, None, extension=extension, models=models))
     except MediaError as error:
         return str(error)
-    return [(m.path, m.data) for m in rendered.media], rendered.fields
+    return (content, []) if isinstance(content, str) else (content[0].text, content[1:])
 
 
 @settings(max_examples=300, deadline=None)
@@ -114,11 +112,14 @@ def test_a_typed_renderers_turn_attaches_what_the_default_rendering_attaches(
 ) -> None:
     """Whether or not the observation validates: a field that does not is searched like any other."""
     view = ObservationView(hidden_fields=hidden)
-    _, media_free = ObservationModels(step=Board, owner="test").for_renderer("step", observation, None)
-    default = _media(view, observation, None)
-    assert _media(view, observation, media_free) == default
-    if media_free is not None and view.vouched_for(observation, media_free):  # the turn skips the search
-        assert not isinstance(default, str) and default[0] == []
+    typed = Extension(source="test", renderer=lambda board: "typed", typed_renderer=True)
+    models = ObservationModels(step=Board, owner="test")
+    default = _turn(view, observation, NO_EXTENSION, NO_MODELS)
+    mine = _turn(view, observation, typed, models)
+    if isinstance(default, str):
+        assert mine == default
+    else:
+        assert mine == (turn("typed", SPACE, None), default[1])
 
 
 class Wordlike(BaseModel):  # the shape of a text game's generated observation model
@@ -130,25 +131,17 @@ class Wordlike(BaseModel):  # the shape of a text game's generated observation m
     feedback: str = ""
 
 
-def test_a_typed_renderers_turn_of_vouched_fields_skips_the_rendering() -> None:
-    """Every field the model may read is vouched for (`metadata`, open as it is, is never
-    shown): the turn is the renderer's text as it stands, with no search for media."""
-    from openenvgen_runtime.actions import ActionSpace
-    from openenvgen_runtime.episode import next_turn
-    from openenvgen_runtime.extensions import Extension
-    from openenvgen_runtime.prompts import turn
-
+def test_a_typed_renderers_turn_is_its_text_and_the_visible_media() -> None:
+    """The renderer's text as it stands; media in `metadata` (never shown) is not attached,
+    a media field the model does not name is."""
     observation = {"prompt": "Wrong guess.", "feedback": "X G X X Y", "metadata": {"frame_base64": PNG}}
     models = ObservationModels(step=Wordlike, owner="test")
-    _, media_free = models.for_renderer("step", observation, 0.0)
-    view = ObservationView()
-    assert media_free == {"done", "reward", "prompt", "feedback"} and view.vouched_for(observation, media_free)
-    assert not view.vouched_for({**observation, "extra_base64": PNG}, media_free)
-
-    class Guess(BaseModel):
-        message: str
-
-    space = ActionSpace(action_model=Guess, action_schema=Guess.model_json_schema())
     extension = Extension(source="test", renderer=lambda o: f"{o.prompt} {o.feedback}", typed_renderer=True)
-    text = asyncio.run(next_turn(view, space, observation, 0.0, extension=extension, models=models))
-    assert text == turn("Wrong guess. X G X X Y", space, 0.0)
+    view = ObservationView()
+    text = asyncio.run(next_turn(view, SPACE, observation, 0.0, extension=extension, models=models))
+    assert text == turn("Wrong guess. X G X X Y", SPACE, 0.0)
+    content = asyncio.run(
+        next_turn(view, SPACE, {**observation, "extra_base64": PNG}, 0.0, extension=extension, models=models)
+    )
+    assert isinstance(content, list) and content[0].text == turn("Wrong guess. X G X X Y", SPACE, 0.0)
+    assert len(content) == 3 and "extra_base64" in content[1].text
