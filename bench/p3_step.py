@@ -6,7 +6,7 @@ loop, each reset (untimed) every 200 steps with `max_guesses` high enough that n
 ends the game. Every step is timed on its own.
 
 - raw: `await client.step({"message": "[slate]"})`, a dict action, nothing else.
-- runtime: what `openenvgen_runtime.episode.play` does per step besides asking the
+- runtime: what `openenvgen_runtime.episodes.episode.play` does per step besides asking the
   model: `ActionSpace.parse` of the reply text `"[slate]"` (decode, one-required-field
   fallback; the generated model takes any string as `message`, so the bare reply is the
   action with no validation to run, `passthrough`), `episode._step` (the runtime's step on
@@ -185,10 +185,10 @@ def _cpu_breakdown(space: Any, turn: Any, observation: dict[str, Any], n: int = 
 def run(quick: bool, workdir: Path) -> dict[str, Any]:
     import httpx
 
-    from openenvgen_runtime.actions import ActionSpace
-    from openenvgen_runtime.episode import _step, next_turn
-    from openenvgen_runtime.observations import ObservationView
-    from openenvgen_runtime.scoring import Score
+    from openenvgen_runtime.episodes.episode import _step, next_turn
+    from openenvgen_runtime.turn.actions import ActionSpace
+    from openenvgen_runtime.turn.observations import ObservationView
+    from openenvgen_runtime.turn.scoring import Score
     from openenvgen_testsupport.servers import serve_app_subprocess
 
     rounds = 2000 if quick else 5000
