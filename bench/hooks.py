@@ -224,9 +224,9 @@ class _Loop:
     scores: dict[str, float] = field(default_factory=dict)
 
     async def open(self, result: Any) -> None:
-        from openenvgen_runtime.episode import next_turn
-        from openenvgen_runtime.scoring import Score
-        from openenvgen_runtime.typed_hooks import RESET, entry
+        from openenvgen_runtime.episodes.episode import next_turn
+        from openenvgen_runtime.hooks.typed_hooks import RESET, entry
+        from openenvgen_runtime.turn.scoring import Score
 
         if self.extension is None:
             return
@@ -241,8 +241,8 @@ class _Loop:
         """One step on `reply` (default: P3's `"[slate]"`); the next turn unless it ended the game."""
         from p3_step import ACTION, REPLY
 
-        from openenvgen_runtime.episode import _step, next_turn
-        from openenvgen_runtime.typed_hooks import STEP, entry
+        from openenvgen_runtime.episodes.episode import _step, next_turn
+        from openenvgen_runtime.hooks.typed_hooks import STEP, entry
 
         if self.extension is None:
             return await client.step(ACTION)
@@ -267,8 +267,8 @@ class _Loop:
         their observations on the trace; then the hooks' scores."""
         from verifiers.v1.utils.decorators import invoke_all
 
-        from openenvgen_runtime.observations import final_info
-        from openenvgen_runtime.typed_hooks import INFO_KEY
+        from openenvgen_runtime.hooks.typed_hooks import INFO_KEY
+        from openenvgen_runtime.turn.observations import final_info
 
         if self.extension is None:
             return
@@ -328,9 +328,9 @@ async def _p3_interleaved(url: str, rounds: int, per_episode: int, loops: dict[s
 def _hot_loop(loops: dict[str, _Loop], observation: dict[str, Any], n: int = 5000) -> dict[str, float]:
     """µs per call of the per-step work that differs between a and c, without I/O (best of 5,
     taking turns)."""
-    from openenvgen_runtime.episode import next_turn
-    from openenvgen_runtime.observations import final_info
-    from openenvgen_runtime.typed_hooks import STEP, entry
+    from openenvgen_runtime.episodes.episode import next_turn
+    from openenvgen_runtime.hooks.typed_hooks import STEP, entry
+    from openenvgen_runtime.turn.observations import final_info
 
     a, c = loops["a"], loops["c"]
     typed = c.models.typed(entry(STEP, observation, 0.0, False))
@@ -379,7 +379,7 @@ def _hot_loop(loops: dict[str, _Loop], observation: dict[str, Any], n: int = 500
 
 def _profile_typed_turn(loop: _Loop, observation: dict[str, Any], n: int = 5000) -> list[dict[str, Any]]:
     """cProfile of c's turn in a hot loop: the top functions by own time, µs per turn."""
-    from openenvgen_runtime.episode import next_turn
+    from openenvgen_runtime.episodes.episode import next_turn
 
     profiler = cProfile.Profile()
     profiler.enable()
@@ -404,7 +404,7 @@ def _profile_typed_turn(loop: _Loop, observation: dict[str, Any], n: int = 5000)
 
 def _taskset_class(module: Any) -> Any:
     """The generated taskset class a package's taskset module defines."""
-    from openenvgen_runtime.taskset import AdapterTaskset
+    from openenvgen_runtime.episodes.taskset import AdapterTaskset
 
     (taskset,) = [
         v
@@ -430,9 +430,9 @@ def _p3_package(url: str, workdir: Path) -> tuple[Any, Any, Path]:
 def p3(quick: bool, workdir: Path) -> dict[str, Any]:
     import httpx
 
-    from openenvgen_runtime.actions import ActionSpace
-    from openenvgen_runtime.extensions import load_extension
-    from openenvgen_runtime.observations import ObservationView
+    from openenvgen_runtime.hooks.extensions import load_extension
+    from openenvgen_runtime.turn.actions import ActionSpace
+    from openenvgen_runtime.turn.observations import ObservationView
     from openenvgen_testsupport.servers import serve_app_subprocess
 
     rounds = 2000 if quick else 5000
@@ -613,9 +613,9 @@ def _guess_episode_work(dirs: dict[str, Path]) -> dict[str, float]:
 
     from vf_eval_runs import SCRIPT
 
-    from openenvgen_runtime.actions import ActionSpace
-    from openenvgen_runtime.extensions import load_extension
-    from openenvgen_runtime.observations import ObservationView
+    from openenvgen_runtime.hooks.extensions import load_extension
+    from openenvgen_runtime.turn.actions import ActionSpace
+    from openenvgen_runtime.turn.observations import ObservationView
 
     module = "guess_openenv"
     ts = _taskset_class(importlib.import_module(f"{module}.taskset"))

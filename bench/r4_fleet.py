@@ -80,7 +80,7 @@ class FleetServer:
     def launch(self) -> None:
         """Start the server (not waiting for it); from the main thread: the launcher asks
         the kernel to stop a server when the thread that started it ends."""
-        from openenvgen_runtime import launch
+        from openenvgen_runtime.launching import launch
 
         kwargs: dict[str, Any] = {
             "project_path": str(UV_FIXTURE_PROJECT),

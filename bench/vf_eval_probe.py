@@ -1,7 +1,7 @@
 """`vf-eval` with a window on the runtime's server pool, for R4.
 
 Runs verifiers' own `vf-eval` entry point in this process after wrapping
-`openenvgen_runtime.pool.ServerPool.start` (bench code only: the runtime is unchanged)
+`openenvgen_runtime.fleet.pool.ServerPool.start` (bench code only: the runtime is unchanged)
 so that every pool the run starts is known. A daemon thread then reads the pool's own
 accounting, `Server.active` (sessions in flight) and `Server.down`, of every server:
 
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openenvgen_runtime import pool as pool_module
+from openenvgen_runtime.fleet import pool as pool_module
 
 POOLS: list[Any] = []
 _start = pool_module.ServerPool.start

@@ -73,7 +73,7 @@ VARIANTS = (("runtime", "in-process"), ("runtime", "null"), ("builtin", "null"))
 def uv_server(app: str, env_vars: dict[str, str] | None = None, timeout: float = 300) -> Iterator[str]:
     """One env server through OpenEnv's UV provider (via the runtime's launcher, which
     logs its output and owns its process group); stopped on exit."""
-    from openenvgen_runtime import launch
+    from openenvgen_runtime.launching import launch
 
     os.environ["PATH"] = bench_env()["PATH"]
     kwargs: dict[str, Any] = {"project_path": str(UV_FIXTURE_PROJECT), "app": app}

@@ -268,7 +268,7 @@ def options_reference() -> str:
     from verifiers.v1 import HarnessConfig
 
     from openenvgen_runtime.config import AdapterConfig
-    from openenvgen_runtime.seat import InProcessHarnessConfig
+    from openenvgen_runtime.episodes.seat import InProcessHarnessConfig
 
     taskset = options(AdapterConfig)
     seat = options(InProcessHarnessConfig, own_only=True)

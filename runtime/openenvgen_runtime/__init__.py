@@ -3,30 +3,35 @@
 Above `openenvgen_schemas` and `openenvgen_servers` (the packages of ours it imports; never
 the generator, `openenvgen`), verifiers and OpenEnv.
 
-Layers (each module imports only modules of layers left of its own): json_text, media, passthrough,
-reply_deadline < mcp_models, mcp_tools, typed_observations, unions < actions, errors, health,
-observations, openenv_private, provider, ranges, scoring, seat, typed_hooks < config, docker_cli,
-drift, extensions, process_hooks, prompts, servers, uv_provider < docker_provider, fleet, reaper,
-swarm_provider < launch < watch < pool < episode, tasks < client, taskset < play
+Layers (each module imports only modules of layers left of its own): config, mcp_models, turn <
+launching < fleet, hooks < episodes < client < extensions, play
 
-Nothing of OpenEnv is imported up front: `openenv_private.openenv_module` imports it (without
-its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
+One subpackage per concern: `turn` (what the model reads of an observation, what its reply
+becomes, what a step earns), `launching` (OpenEnv's providers and the servers they start),
+`fleet` (the pool of servers a run shares), `hooks` (a package's `custom.py`, its typed
+models, the drift guard), `episodes` (the taskset verifiers drives and the episode loop) and
+`client` (a typed `Connection`, the interactive player). `config` is every option;
+`mcp_models` the MCP models packages import; `extensions` and `play` are the public faces of
+`hooks.extensions` and `client.play`.
+
+Nothing of OpenEnv is imported up front: `launching.openenv_import.openenv_module` imports it
+(without its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
 `docker_provider`, `swarm_provider`) only when that mode runs; the pool sees any of them
 as a `provider.Provider`.
 
 Execution model: one server pool per run (OpenEnv's UV provider by default, its Docker
 provider, or existing `base_url` servers), shared by all episodes. Each entry of
 `resets` is one task; each episode is one WebSocket session on a pooled server, driven
-turn by turn by the runtime acting as the user (see `episode`). Rewards are OpenEnv's
+turn by turn by the runtime acting as the user (see `episodes.episode`). Rewards are OpenEnv's
 per-step rewards, summed.
 """
 
-from openenvgen_runtime.actions import ActionSpace, InvalidAction
-from openenvgen_runtime.client import Connection
+from openenvgen_runtime.client.client import Connection
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig, default_resets
-from openenvgen_runtime.scoring import REWARD_NAME, Stop
-from openenvgen_runtime.seat import InProcessHarness, InProcessHarnessConfig
-from openenvgen_runtime.taskset import AdapterEnv, AdapterTask, AdapterTaskset, Taskset, ToolArguments
+from openenvgen_runtime.episodes.seat import InProcessHarness, InProcessHarnessConfig
+from openenvgen_runtime.episodes.taskset import AdapterEnv, AdapterTask, AdapterTaskset, Taskset, ToolArguments
+from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction
+from openenvgen_runtime.turn.scoring import REWARD_NAME, Stop
 
 __all__ = [
     "ActionSpace",

@@ -1,15 +1,31 @@
-"""Configuration: which environment, how to reach it, which tasks, and the player seat."""
+"""Configuration: which environment, how to reach it, which tasks, and the player seat.
+
+At the bottom of the runtime's layers: `parse_range` reads `split_range` without any I/O,
+so the config checks a range at validation time and the task planner reads it the same way.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any, ClassVar, Literal, Self
 
 import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
-from openenvgen_runtime.ranges import parse_range
+_RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
+
+
+def parse_range(text: str | None) -> tuple[int | None, int | None]:
+    """`"START:STOP"` (Python slice bounds, either side optional) as (start, stop)."""
+    if text is None:
+        return None, None
+    match = _RANGE.match(text)
+    if match is None:
+        raise ValueError(f"split_range must be START:STOP (e.g. 0:100, :50, 10:), not {text!r}")
+    start, stop = (int(g) if g is not None else None for g in match.groups())
+    return start, stop
 
 
 class AdapterConfig(vf.TasksetConfig):

@@ -9,7 +9,7 @@ the command (a failure report then says what was tried), in a process group of i
 stopping it also stops the uvicorn that `uv run` spawned), ended by the kernel if this
 process dies first; `wait_ready` returns once `/health` answers. The generator runs an
 author's or upstream's env with it (`openenvgen.sources.uv_server`); the runtime wraps it in
-OpenEnv's provider API (`openenvgen_runtime.uv_provider`).
+OpenEnv's provider API (`openenvgen_runtime.launching.uv_provider`).
 """
 
 from __future__ import annotations

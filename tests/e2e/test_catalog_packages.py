@@ -438,7 +438,7 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
     assert run.replay.log.actions == [wire_action(action_cls.model_validate(s.action)) for s in recording.steps]
     # The model read each replayed observation: every field of it is in its user turn,
     # but the ones the runtime never shows (`metadata` may carry the answer).
-    from openenvgen_runtime.observations import ALWAYS_HIDDEN
+    from openenvgen_runtime.turn.observations import ALWAYS_HIDDEN
 
     assert len(run.model.requests) == len(recording.steps)
     observations = [recording.reset["observation"], *(s.reply["observation"] for s in recording.steps)]

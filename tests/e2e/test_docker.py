@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from openenvgen_runtime.errors import LaunchError
+from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import (
     load_env,

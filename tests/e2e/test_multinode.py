@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from openenvgen_runtime.errors import LaunchError
+from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_testsupport import docker_images, multinode, served
 from openenvgen_testsupport.adapters import load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
@@ -167,7 +167,7 @@ def test_served_workers_each_launch_their_own_service_on_the_cluster(
         }
     seen["stopped_after"] = round(time.monotonic() - started, 1)
     log = server.log()
-    # Each worker logs its own pool's launch: "PID openenvgen_runtime.launch INFO: ... ready in N s at URL".
+    # Each worker logs its own pool's launch: "PID openenvgen_runtime.launching.launch INFO: ... ready in N s at URL".
     ready = re.findall(r"^(\d+) \S+ INFO: test/guess-env \(swarm\) ready in \d+ s at (.+)$", log, re.MULTILINE)
     launched = {int(pid): sorted(urls.split(", ")) for pid, urls in ready}
     played = {int(line.split()[0]) for line in log.splitlines() if "rollout done" in line}

@@ -29,7 +29,7 @@ import pytest
 from verifiers.v1.serve import EnvClient, env_config_data
 from verifiers.v1.utils.loaders import resolve_env_config
 
-from openenvgen_runtime.launch import LaunchError
+from openenvgen_runtime.launching.launch import LaunchError
 from openenvgen_servers.ports import free_port
 from openenvgen_testsupport import docker_images, served
 from openenvgen_testsupport.adapters import (

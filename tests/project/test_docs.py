@@ -27,7 +27,7 @@ from pydantic import Field
 
 from docs import reference
 from openenvgen_runtime.config import AdapterConfig
-from openenvgen_runtime.seat import InProcessHarnessConfig
+from openenvgen_runtime.episodes.seat import InProcessHarnessConfig
 from openenvgen_testsupport.paths import ROOT
 
 README = ROOT / "README.md"

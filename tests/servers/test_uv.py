@@ -109,7 +109,7 @@ def test_the_runtimes_uv_server_runs_what_openenvs_provider_runs(
 ) -> None:
     from openenv.core.containers.runtime import UVProvider
 
-    from openenvgen_runtime.uv_provider import UVServer
+    from openenvgen_runtime.launching.uv_provider import UVServer
 
     project = tmp_path / "env"
     commands = []

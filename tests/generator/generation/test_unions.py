@@ -175,7 +175,7 @@ def test_a_plain_anyof_union_of_models_generates_too(tmp_path_factory: pytest.Te
 
 @pytest.fixture(scope="module")
 def counter_space(union_server: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    from openenvgen_runtime.actions import ActionSpace
+    from openenvgen_runtime.turn.actions import ActionSpace
 
     spec = build_spec(sources.from_server(union_server), name="counter", env_id="test/counter")
     return ActionSpace(action_model=_union_model(spec, tmp_path_factory), action_schema=spec.action_schema)
@@ -208,7 +208,7 @@ def test_replies_validate_against_the_union(counter_space) -> None:  # type: ign
     ],
 )
 def test_an_invalid_reply_names_its_closest_member_and_why(counter_space, reply: str, message: str) -> None:  # type: ignore[no-untyped-def]
-    from openenvgen_runtime.actions import InvalidAction
+    from openenvgen_runtime.turn.actions import InvalidAction
 
     with pytest.raises(InvalidAction) as info:
         counter_space.parse(reply)
@@ -218,7 +218,7 @@ def test_an_invalid_reply_names_its_closest_member_and_why(counter_space, reply:
 def test_without_a_discriminator_the_closest_member_has_the_fewest_errors(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    from openenvgen_runtime.actions import ActionSpace, InvalidAction
+    from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction
 
     def member(title: str, **props: Any) -> dict[str, Any]:
         return {
@@ -251,8 +251,8 @@ def test_without_a_discriminator_the_closest_member_has_the_fewest_errors(
 
 
 def test_each_member_is_one_function_tool(counter_space) -> None:  # type: ignore[no-untyped-def]
-    from openenvgen_runtime.actions import InvalidAction, ToolCallRequest
-    from openenvgen_runtime.prompts import system_prompt
+    from openenvgen_runtime.turn.actions import InvalidAction, ToolCallRequest
+    from openenvgen_runtime.turn.prompts import system_prompt
 
     tools = counter_space.function_tools
     assert [t["function"]["name"] for t in tools] == ["peek", "add", "submit"]
@@ -416,7 +416,7 @@ def test_a_hostile_union_leaves_an_existing_package_untouched(union_pkg: str, tm
 
 
 def test_the_drift_guard_rates_union_members(union_server: str, tmp_path: Path, caplog: Any) -> None:
-    from openenvgen_runtime.drift import DriftError, check_drift
+    from openenvgen_runtime.hooks.drift import DriftError, check_drift
     from openenvgen_testsupport.drift import pool_servers, write_snapshot
 
     live = pool_servers([union_server], mcp=False)
@@ -451,7 +451,7 @@ def test_reset_observation_is_kept_in_the_spec_and_snapshot(reset_server: str, u
 
 
 def test_reset_observation_drift_is_reported(reset_server: str, union_server: str, tmp_path: Path) -> None:
-    from openenvgen_runtime.drift import DriftError, check_drift
+    from openenvgen_runtime.hooks.drift import DriftError, check_drift
     from openenvgen_testsupport.drift import pool_servers, write_snapshot
 
     with_reset = build_spec(sources.from_server(reset_server), name="counter", env_id="test/counter")

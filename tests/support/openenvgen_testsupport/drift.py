@@ -12,7 +12,7 @@ from openenvgen.generation.render import render_snapshot
 from openenvgen.sources.server import from_server
 from openenvgen.spec import build_spec
 from openenvgen_runtime.config import AdapterConfig
-from openenvgen_runtime.pool import ServerPool
+from openenvgen_runtime.fleet.pool import ServerPool
 
 
 def write_snapshot(url: str, path: Path, *, edit: Any = None) -> Path:

@@ -1,0 +1,188 @@
+"""Servers shared by every episode of a run, and which server each episode plays on.
+
+One pool per run: it launches the env's first server (through `launch`: OpenEnv's UV
+provider by default, its Docker provider, or a Docker Swarm service whose replicas each
+count as a server) or takes the given `base_url` servers (a fleet run elsewhere), and reads
+each server's schema and tool list once. Servers are launched once, never per episode.
+
+Each episode asks for a `session`: a WebSocket session, already reset, on the least-loaded
+healthy server with room. A server's session capacity is learnt: an env that refuses a
+session with `CAPACITY_REACHED` caps that server at the sessions it holds, and the episode
+moves to another server (launching one, up to `max_servers`) instead of failing. A reset
+that fails because the server failed (see `health`) marks the server down; the episode,
+which never started, moves to a healthy server. With every server down, an episode waits
+up to `unavailable_timeout`, then fails with one line naming the servers. The servers'
+shared state is `fleet`'s; following them down and back, in the background, is `watch`'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from openenvgen_runtime.config import AdapterConfig
+from openenvgen_runtime.fleet import health
+from openenvgen_runtime.fleet.fleet import Fleet
+from openenvgen_runtime.fleet.watch import HealthWatch
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.launch import Launcher
+from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_runtime.launching.servers import Server, describe, fleet_urls
+
+logger = logging.getLogger(__name__)
+
+CLIENT_MODULE = "openenv.core"
+"""Where OpenEnv exports its WebSocket client (`GenericEnvClient`)."""
+HTTP_TIMEOUT = 10.0
+"""Seconds a request for a server's `/schema` or tool list may take."""
+
+
+class ServerPool:
+    def __init__(self, config: AdapterConfig, *, mcp: bool) -> None:
+        self.config = config
+        self.mcp = mcp
+        self.fleet = Fleet(config)
+        self.launcher = Launcher(config, mcp=mcp)
+        self._watch: HealthWatch | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def servers(self) -> list[Server]:
+        """The pool's servers now, healthy or down."""
+        return self.fleet.servers
+
+    async def start(self) -> None:
+        """Reach every given server, or launch the first one (every replica, for a
+        swarm); failures surface here, before any episode starts."""
+        http = self._http = httpx.AsyncClient(trust_env=False, timeout=HTTP_TIMEOUT)
+        # Off the event loop and before any episode: the import takes seconds.
+        await asyncio.to_thread(openenv_module, CLIENT_MODULE)
+        if self.config.base_urls:
+            servers = [Server(url=url) for url in fleet_urls(self.config.base_urls)]
+            await asyncio.gather(*(describe(http, s, mcp=self.mcp) for s in servers))
+            self.fleet.servers.extend(servers)
+        else:
+            self.fleet.launching += 1
+            servers = []
+            try:
+                servers = await self.launcher.launch(http)
+            finally:
+                await self.fleet.launched(servers)
+        self._watch = HealthWatch(self.fleet, self.launcher, http)
+        self._watch.start()
+
+    async def stop(self) -> None:
+        """Stop the background sweeps, then every server launched (however far its launch got)."""
+        fleet = self.fleet
+        fleet.closed = True
+        async with fleet.changed:
+            fleet.changed.notify_all()
+        if self._watch is not None:
+            await self._watch.stop()
+            self._watch = None
+        fleet.servers = []
+        await self.launcher.stop()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    @contextlib.asynccontextmanager
+    async def session(self, reset_kwargs: dict[str, Any]) -> AsyncIterator[tuple[Server, Any, Any]]:
+        """A WebSocket session on some server, already reset: yields (server, client, result).
+
+        A server that refuses the session for capacity is capped at the sessions it holds
+        and the episode moves on (to another server, a new one, or a wait for a slot). A
+        server that fails the reset is marked down and the episode moves on too."""
+        GenericEnvClient = openenv_module(CLIENT_MODULE).GenericEnvClient
+        fleet = self.fleet
+        while True:
+            server = await self._reserve()
+            client = GenericEnvClient(base_url=server.url)
+            try:
+                result = await client.reset(**reset_kwargs)
+                break
+            except BaseException as e:
+                with contextlib.suppress(Exception):
+                    await client.close()
+                others = server.active - 1
+                await self._release(server)
+                if _refused_for_capacity(e, others):
+                    async with fleet.changed:
+                        server.capacity = max(1, others)
+                        fleet.changed.notify_all()
+                    logger.debug("%s is full at %d sessions; trying elsewhere", server.url, server.capacity)
+                    continue
+                reason = health.server_failure(e) if isinstance(e, Exception) else None
+                if reason is None:
+                    raise
+                await fleet.mark_down(server, reason)
+        try:
+            yield server, client, result
+        except Exception:
+            # The episode failed: if the server is what failed, no new episode goes there.
+            if self._watch is not None:
+                self._watch.check_soon(server)
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                await client.close()
+            await self._release(server)
+
+    async def _reserve(self) -> Server:
+        """A healthy server with a free session slot, launching one when all are full;
+        when every server is down, wait up to `unavailable_timeout` for one to return."""
+        fleet = self.fleet
+        all_down_since: float | None = None
+        async with fleet.changed:
+            while True:
+                if fleet.closed:
+                    raise LaunchError("server pool is closed")
+                candidates = [s for s in fleet.servers if s.has_room]
+                if candidates:
+                    server = min(candidates, key=lambda s: s.active)  # least loaded first
+                    server.active += 1
+                    return server
+                if fleet.can_launch:
+                    fleet.launching += 1
+                    break
+                if not fleet.launching and all(s.down for s in fleet.servers):
+                    now = time.monotonic()
+                    all_down_since = all_down_since or now
+                    left = self.config.unavailable_timeout - (now - all_down_since)
+                    if left <= 0:
+                        names = ", ".join(f"{s.url} ({s.down})" for s in fleet.servers) or "none left"
+                        raise LaunchError(f"no healthy server after {self.config.unavailable_timeout:g}s: {names}")
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(fleet.changed.wait(), left)
+                    continue
+                all_down_since = None
+                await fleet.changed.wait()
+        assert self._http is not None
+        servers: list[Server] = []
+        try:
+            servers = await self.launcher.launch(self._http)
+        finally:
+            await fleet.launched(servers, reserve_first=True)
+        return servers[0]
+
+    async def _release(self, server: Server) -> None:
+        async with self.fleet.changed:
+            server.active -= 1
+            self.fleet.changed.notify_all()
+
+
+def _refused_for_capacity(error: BaseException, other_sessions: int) -> bool:
+    if "CAPACITY_REACHED" in str(error):
+        return True
+    # The server sends CAPACITY_REACHED and closes right after accepting; a client that
+    # has already sent its reset may only see the closed socket.
+    from websockets.exceptions import ConnectionClosed
+
+    closed = isinstance(error, ConnectionClosed) or isinstance(error.__cause__, ConnectionClosed)
+    return closed and other_sessions > 0

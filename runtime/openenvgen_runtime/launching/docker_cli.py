@@ -1,0 +1,62 @@
+"""The `docker` command line as the Docker and Swarm launch modes use it, and their labels.
+
+Shared by `docker_provider`, `swarm_provider`, the run's `reaper` and the launcher; imports
+nothing of OpenEnv, so the reaper (a process of its own) starts fast.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from openenvgen_runtime.launching.errors import LaunchError
+
+RUNTIME_LABEL = "openenvgen.runtime"
+"""On every container and service this runtime starts."""
+OWNER_LABEL = "openenvgen.owner"
+"""One value per server pool: what the reaper removes."""
+
+
+def docker(*args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `docker ARGS`, its output captured as text."""
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=check)
+
+
+def last_line(text: str) -> str:
+    """The last non-blank line of `text` (a docker error's message), stripped."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def label_args(flag: str, labels: dict[str, str]) -> list[str]:
+    """`labels` as repeated `FLAG key=value` arguments (`--label`, `--container-label`)."""
+    args: list[str] = []
+    for key, value in labels.items():
+        args += [flag, f"{key}={value}"]
+    return args
+
+
+def require_docker(mode: str = "use_docker") -> None:
+    """A one-line LaunchError unless a `docker` command and a daemon that answers it exist."""
+    if shutil.which("docker") is None:
+        raise LaunchError(f"{mode}: no `docker` command on this machine")
+    try:
+        subprocess.run(["docker", "info"], check=True, capture_output=True, timeout=15)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+        raise LaunchError(f"{mode}: no Docker daemon answers (`docker info` failed)") from None
+
+
+def ensure_image(image: str, *, mode: str, timeout: float) -> None:
+    """The image is on this machine, or pulled now; otherwise a one-line LaunchError."""
+    if docker("image", "inspect", image).returncode == 0:
+        return
+    try:
+        pulled = docker("pull", "--quiet", image, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LaunchError(
+            f"{mode}: image {image} is not on this machine and pulling it took over {timeout:g}s"
+        ) from None
+    if pulled.returncode != 0:
+        raise LaunchError(
+            f"{mode}: image {image} is not on this machine and cannot be pulled: {last_line(pulled.stderr)}"
+        )

@@ -1,0 +1,104 @@
+"""The Docker launch mode: one labelled container per server, through OpenEnv's Docker provider.
+
+`DockerServer` is OpenEnv's `LocalDockerProvider` with three changes: its containers carry
+labels (the run's owner label, so the reaper can find and remove them precisely), the port
+is published on loopback only, and stopping is one `docker rm -f` (OpenEnv's stop gives up
+after a 10 s `docker stop`, leaving the container). It also reports a container that exited
+and the tail of its log.
+
+Importing this module imports OpenEnv's providers: `launch` imports it only for a Docker run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_servers.ports import free_port
+
+if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
+    from openenv.core.containers.runtime import LocalDockerProvider
+else:
+    LocalDockerProvider = openenv_module("openenv.core.containers.runtime").LocalDockerProvider
+
+
+class DockerServer(LocalDockerProvider):
+    """OpenEnv's local Docker provider with labelled containers on a loopback port."""
+
+    def __init__(
+        self, image: str, *, labels: dict[str, str], port: int | None = None, env_vars: dict[str, str] | None = None
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # OpenEnv's is unannotated; RuntimeError when no Docker answers
+        self.image = image
+        self.labels = labels
+        self.port = port
+        self.env_vars = env_vars
+        self.container_id: str | None = None
+
+    def start_container(
+        self, image: str, port: int | None = None, env_vars: dict[str, str] | None = None, **_: Any
+    ) -> str:
+        """Run the image as a labelled container on a loopback port; returns its base URL."""
+        port = port or free_port()
+        # Unique per launch: launches run in parallel, and by the millisecond is not enough.
+        name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
+        command = ["docker", "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000"]
+        command += label_args("--label", self.labels)
+        for key, value in (env_vars or {}).items():
+            command += ["-e", f"{key}={value}"]
+        command.append(image)
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
+        self.container_id = result.stdout.strip()
+        return f"http://127.0.0.1:{port}"
+
+    def stop_container(self) -> None:
+        """Remove the container in one step, running or not."""
+        if self.container_id is not None:
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                docker("rm", "-f", self.container_id, timeout=60)
+        self.container_id = None
+
+    # -- the pool's Provider ------------------------------------------------------------
+
+    def launch(self) -> list[str]:
+        """Start the container; its base URL."""
+        return [self.start_container(self.image, self.port, self.env_vars)]
+
+    def exit_code(self) -> int | None:
+        """The container's exit code once it has stopped (-1 when it is gone)."""
+        if self.container_id is None:
+            return None
+        state = docker("inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}", self.container_id)
+        if state.returncode != 0:
+            return -1
+        running, code = state.stdout.split()
+        return None if running == "true" else int(code)
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The container's last log lines."""
+        if self.container_id is None:
+            return ""
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            logs = docker("logs", "--tail", str(lines), self.container_id)
+            return (logs.stdout + logs.stderr).strip()
+        return ""
+
+    def stop(self) -> None:
+        """`stop_container`."""
+        self.stop_container()
+
+
+def provider_for(image: str, options: dict[str, Any], *, labels: dict[str, str], timeout: float) -> DockerServer:
+    """A Docker server for `image` (pulled now if missing), not started; one-line LaunchErrors."""
+    ensure_image(image, mode="use_docker", timeout=timeout)
+    try:
+        return DockerServer(image, labels=labels, **options)
+    except RuntimeError as e:  # OpenEnv's "Docker is not available"
+        raise LaunchError(f"use_docker: {e}") from None

@@ -1,0 +1,203 @@
+"""The Swarm launch mode: one Docker Swarm service of N replicas per run, the multi-machine engine.
+
+`SwarmService` is OpenEnv's `DockerSwarmProvider` with one change to how the service is
+published: instead of one port on Swarm's routing mesh (which hands each connection to
+some replica, so no replica's session capacity can be learnt), every replica publishes
+port 8000 on its own node port (`mode=host`, port chosen by Docker). The pool then
+addresses each replica as a server of its own, spreading episodes over them and learning
+each one's capacity, wherever the swarm placed it. Swarm replaces a replica that dies;
+`replicas()` lists the ones running now. Labels go on the service and its containers,
+so the run's reaper removes them on every path.
+
+The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
+runtime never initialises one behind the user's back. Importing this module imports
+OpenEnv's providers: `launch` imports it only for a Swarm run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.openenv_import import openenv_module
+
+SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command")
+"""`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
+
+if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
+    from openenv.core.containers.runtime import DockerSwarmProvider
+else:
+    DockerSwarmProvider = openenv_module("openenv.core.containers.runtime").DockerSwarmProvider
+
+
+class SwarmService(DockerSwarmProvider):
+    """OpenEnv's Swarm provider with every replica published on its own node port."""
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        labels: dict[str, str],
+        replica_count: int,
+        env_vars: dict[str, str] | None = None,
+        overlay_network: str | None = None,
+        **service_options: Any,
+    ) -> None:
+        # RuntimeError when no Docker answers or no swarm is active; creates the overlay network.
+        super().__init__(auto_init_swarm=False, overlay_network=overlay_network)
+        self.image = image
+        self.labels = labels
+        self.replica_count = replica_count
+        self.env_vars = env_vars
+        self.network = overlay_network
+        self.service_options = service_options
+        self.service_name: str | None = None
+
+    def start_container(
+        self,
+        image: str,
+        port: int | None = None,
+        env_vars: dict[str, str] | None = None,
+        *,
+        replicas: int = 2,
+        cpu_limit: float | str | None = None,
+        memory_limit: str | None = None,
+        constraints: list[str] | None = None,
+        command: list[str] | str | None = None,
+        **_: Any,
+    ) -> str:
+        """Create the service (not waiting for its replicas); returns its name, as its
+        replicas have a base URL each (see `replicas`)."""
+        name = f"{image.split('/')[-1].split(':')[0]}-swarm-{uuid.uuid4().hex[:12]}"
+        cmd = ["docker", "service", "create", "--detach", "--name", name]
+        cmd += ["--replicas", str(max(1, replicas)), "--publish", "mode=host,target=8000"]
+        cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
+        if self.network:
+            cmd += ["--network", self.network]
+        for key, value in (env_vars or {}).items():
+            cmd += ["--env", f"{key}={value}"]
+        if cpu_limit is not None:
+            cmd += ["--limit-cpu", str(cpu_limit)]
+        if memory_limit is not None:
+            cmd += ["--limit-memory", str(memory_limit)]
+        for constraint in constraints or ():
+            cmd += ["--constraint", constraint]
+        cmd.append(image)
+        if command:
+            cmd += command.split() if isinstance(command, str) else list(command)
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise LaunchError(f"use_swarm: `docker service create` failed: {last_line(result.stderr)}")
+        self.service_name = name
+        return name
+
+    def stop_container(self) -> None:
+        """Remove the service, and wait for its containers to go."""
+        name = self.service_name
+        if name:
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                docker("service", "rm", name, timeout=60)
+                # The service's containers go down shortly after; wait so a caller that
+                # checks `docker ps -a` right after stop finds nothing.
+                deadline = time.monotonic() + 30
+                selector = f"label=com.docker.swarm.service.name={name}"
+                while docker("ps", "-aq", "--filter", selector).stdout.split() and time.monotonic() < deadline:
+                    time.sleep(0.5)
+        self.service_name = None
+
+    def task_states(self) -> list[dict[str, Any]]:
+        """`docker inspect` of each of the service's tasks (one per replica, past ones too)."""
+        if not self.service_name:
+            return []
+        ids = docker("service", "ps", "-q", "--no-trunc", self.service_name).stdout.split()
+        if not ids:
+            return []
+        inspected = docker("inspect", *ids)
+        return json.loads(inspected.stdout) if inspected.returncode == 0 else []
+
+    # -- the pool's ReplicatedProvider --------------------------------------------------
+
+    def launch(self) -> list[str]:
+        """Create the service; no URL yet (its replicas come from `replicas`)."""
+        self.start_container(self.image, env_vars=self.env_vars, replicas=self.replica_count, **self.service_options)
+        return []
+
+    def replicas(self) -> list[str]:
+        """Base URLs of the replicas running now, one per task."""
+        addresses: dict[str, str] = {}
+        urls = []
+        for task in self.task_states():
+            status = task.get("Status", {})
+            if status.get("State") != "running" or task.get("DesiredState") != "running":
+                continue
+            ports = [p for p in (status.get("PortStatus", {}).get("Ports") or []) if p.get("TargetPort") == 8000]
+            if not ports:
+                continue
+            node = task.get("NodeID", "")
+            if node not in addresses:
+                addr = docker("node", "inspect", node, "--format", "{{.Status.Addr}}").stdout.strip()
+                addresses[node] = "127.0.0.1" if addr in {"", "0.0.0.0"} else addr
+            urls.append(f"http://{addresses[node]}:{ports[0]['PublishedPort']}")
+        return sorted(set(urls))
+
+    def failure(self) -> str | None:
+        """The swarm's reason when replicas cannot start (no such image, no node fits)."""
+        for task in self.task_states():
+            status = task.get("Status", {})
+            if status.get("State") in {"rejected", "failed"} and status.get("Err"):
+                return f"{status['State']}: {status['Err']}"
+        return None
+
+    def exit_code(self) -> int | None:
+        """Always None: Swarm restarts replicas itself, so the service as a whole never exits."""
+        return None
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The service's last log lines, all replicas together."""
+        if not self.service_name:
+            return ""
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            logs = docker("service", "logs", "--raw", "--tail", str(lines), self.service_name, timeout=30)
+            return (logs.stdout + logs.stderr).strip()
+        return ""
+
+    def stop(self) -> None:
+        """`stop_container`."""
+        self.stop_container()
+
+
+def provider_for(
+    image: str, options: dict[str, Any], *, labels: dict[str, str], replicas: int, timeout: float
+) -> SwarmService:
+    """A Swarm service for `image`, not created yet; one-line LaunchErrors for an engine
+    outside a swarm or a worker node. The image is not pulled here: the nodes that run the
+    replicas pull it (on a cluster, from a registry), not the manager the eval talks to,
+    which may be drained and never hold it; an image no node can pull is a rejected task,
+    named by `failure()`."""
+    state = docker("info", "--format", "{{.Swarm.LocalNodeState}}").stdout.strip() or "unknown"
+    if state != "active":
+        raise LaunchError(
+            f"use_swarm: this Docker engine is not part of a swarm (state: {state}); "
+            "run `docker swarm init` (or `docker swarm join` to a manager) first"
+        )
+    manager = docker("info", "--format", "{{.Swarm.ControlAvailable}}").stdout.strip()
+    if manager != "true":
+        raise LaunchError("use_swarm: this Docker engine is a swarm worker; run the eval on a manager node")
+    service_options = {k: v for k, v in options.items() if k in SERVICE_OPTIONS}
+    try:
+        return SwarmService(
+            image,
+            labels=labels,
+            replica_count=replicas,
+            env_vars=options.get("env_vars"),
+            overlay_network=options.get("overlay_network"),
+            **service_options,
+        )
+    except RuntimeError as e:
+        raise LaunchError(f"use_swarm: {e}") from None
