@@ -7,7 +7,7 @@ capture`: each upstream env folder is started with `sources.uv_server` (and the
 `ws_session`), with its seed verdict (`seed_check`) and its server's validation rulings
 (`validation`); `snapshots` makes the embedded snapshots from the captures.
 
-Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
+Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < cli):
 may import openenvgen.errors, openenvgen.spec, openenvgen.sources and openenvgen_schemas;
 never build, lifecycle or cli.
 

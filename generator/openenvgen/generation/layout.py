@@ -1,20 +1,13 @@
-"""What every build step shares, importable without pydantic or Jinja: the header generated
-files start with, the lock file and how it hashes a file, where the templates and the caches
-are, and which distributions are installed.
-
-`openenv-gen NAME`'s fast path (`memo`) reads only this, the writer and the scaffold
-writer, so a run the memo answers never imports pydantic, Jinja or typer.
-"""
+"""What every generation step shares: the header generated files start with, the lock file
+and how it hashes a file, and where the templates and the caches are."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not `typing`'s: importing typing costs more than this whole module
 if TYPE_CHECKING:
     import jinja2
 
@@ -100,48 +93,6 @@ def write_cache_entry(path: Path, text: str, keep: int | None = None) -> None:
     except OSError:
         return
     trim_cache(path.parent, path.suffix, keep)
-
-
-def installed_distributions() -> list[str]:
-    """The `*.dist-info` and `*.egg-info` entries of every folder on `sys.path`, in path order
-    (lowercased): the distributions installed, each with its version in its name. Read once
-    per `sys.path`."""
-    key = tuple(sys.path)
-    if key not in _INSTALLED:
-        found = []
-        for entry in key:
-            try:
-                names = os.listdir(entry or ".")
-            except OSError:  # a zip file, a missing folder
-                continue
-            found += sorted(low for low in map(str.lower, names) if low.endswith((".dist-info", ".egg-info")))
-        _INSTALLED.clear()
-        _INSTALLED[key] = found
-    return list(_INSTALLED[key])
-
-
-_INSTALLED: dict[tuple[str, ...], list[str]] = {}
-
-
-def is_installed(distribution: str) -> bool:
-    """Whether `importlib.metadata` finds `distribution`, as `metadata.version` does: a
-    `*.dist-info`/`*.egg-info` on `sys.path` (read here without importing importlib.metadata,
-    which costs more than a generation), else what importlib.metadata itself says."""
-    wanted = _normalise(distribution)
-    if any(_normalise(name.rpartition(".")[0].partition("-")[0]) == wanted for name in installed_distributions()):
-        return True
-    from importlib import metadata  # not found on disk: let its finders (zips, plugins) say
-
-    try:
-        metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def _normalise(name: str) -> str:
-    """importlib.metadata's `Prepared.normalize`: runs of `-_.` are one underscore, lowercase."""
-    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def template_cache(settings: dict[str, object]) -> jinja2.BytecodeCache | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from openenvgen.generation.codegen import Models, generate_models
 from openenvgen.generation.layout import HEADER, HEADER_TEXT, template_cache
 
-# Defined in `layout` (the fast path imports it without this module); importers read them here too.
+# Defined in `layout`; importers read them here too.
 from openenvgen.generation.layout import LOCK_FILE as LOCK_FILE
 from openenvgen.generation.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
 from openenvgen.generation.layout import sha256_text as sha256_text

@@ -1,17 +1,17 @@
 """What `openenv-gen NAME` prints after writing a package: how to install it and run it.
 
-Read without pydantic or Jinja (the fast path prints it too): the package's name comes from
-its lock, whether the runtime is installed from `layout.is_installed`.
+The package's name comes from its lock; whether the runtime is installed, from its metadata.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shlex
 from pathlib import Path
 
-from openenvgen.generation.layout import LOCK_FILE, RUNTIME_DISTRIBUTION, is_installed
+from openenvgen.generation.layout import LOCK_FILE, RUNTIME_DISTRIBUTION
 
 
 def next_steps(target: Path) -> str:
@@ -25,7 +25,7 @@ def next_steps(target: Path) -> str:
     shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
     install = ["pip", "install"]
     note = ""
-    if not is_installed(RUNTIME_DISTRIBUTION):
+    if not _installed(RUNTIME_DISTRIBUTION):
         checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
         if (checkout / "runtime" / "pyproject.toml").is_file():
             # The runtime, and the schema code it shares with the generator when it is there.
@@ -54,3 +54,11 @@ def _package_name(target: Path) -> str:
     except (OSError, ValueError, AttributeError):
         return target.name
     return package if isinstance(package, str) else target.name
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

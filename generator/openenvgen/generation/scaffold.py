@@ -18,12 +18,12 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openenvgen import __version__
 from openenvgen.errors import GenError
 from openenvgen.generation.layout import template_cache, templates_dir
 
-TYPE_CHECKING = False  # not `typing`'s: the fast path writes a scaffold without importing typing
 if TYPE_CHECKING:
     from typing import Any
 

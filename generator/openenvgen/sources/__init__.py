@@ -5,7 +5,7 @@ Each source returns a `spec.ServerInterface` (what the server said, unchecked):
 `project` starts an author's env project with `uv_server` and reads it live (`--project`).
 The catalog's snapshots are the fourth source (`openenvgen.catalog`, a layer above).
 
-Layer 3 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < commands < cli):
+Layer 3 of the generator (errors < schema_checks < spec < sources < catalog < generation < lifecycle < cli):
 may import openenvgen.errors, openenvgen.spec and openenvgen_schemas; never catalog,
 build, lifecycle or cli.
 
