@@ -329,7 +329,7 @@ def options_reference() -> str:
 
 # Codes the CLI returns itself, not through an error class (generator/openenvgen/cli/).
 CLI_OUTCOMES = {
-    0: "success (`check`: everything up to date)",
+    0: "success (`check`: everything up to date; bare `openenv-gen` prints the help)",
     1: "`check`: a generated file is stale, missing, extra or hand-edited, or the hooks in `custom.py` do not "
     "type-check against the package's models; "
     "`capture`: an env named with `--only` failed, or none could be captured",
