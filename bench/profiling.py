@@ -27,18 +27,15 @@ except SystemExit:
 prof.disable()
 stats = pstats.Stats(prof)
 wanted = {
-    "memo_open": ("build/memo.py", "open"),
-    "memo_replay": ("build/memo.py", "replay"),
-    "fingerprint": ("build/memo.py", "fingerprint"),
-    "generate_package": ("build/package.py", "generate_package"),
+    "generate_package": ("generation/package.py", "generate_package"),
     "generate_models": ("codegen.py", "generate_models"),
     "render_package": ("render.py", "render_package"),
     "write_tree": ("writer.py", "write_tree"),
-    "resolve_spec": ("build/package.py", "resolve_spec"),
+    "resolve_spec": ("generation/package.py", "resolve_spec"),
     "dmcg_generate": ("datamodel_code_generator/__init__.py", "generate"),
-    "scaffold": ("build/scaffold.py", "render_scaffold"),
-    "next_steps": ("build/report.py", "next_steps"),
-    "cli_parse_args": ("openenvgen/commands.py", "parse_args"),
+    "scaffold": ("generation/scaffold.py", "render_scaffold"),
+    "next_steps": ("generation/report.py", "next_steps"),
+    "cli_parse_args": ("openenvgen/cli/base.py", "parse_args"),
     "diff_package": ("lifecycle/check.py", "diff_package"),
 }
 out = {"total": max(v[3] for v in stats.stats.values())}

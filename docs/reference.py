@@ -99,7 +99,7 @@ def cli_reference(root: Any | None = None, prog: str = "openenv-gen") -> str:
     out = [
         "# CLI reference",
         "",
-        "Generated from the typer app in `generator/openenvgen/commands.py` at every build; "
+        "Generated from the typer app in `generator/openenvgen/cli/` at every build; "
         f"`{prog} COMMAND --help` prints the same text. `{prog} NAME` (no command) means "
         f"`{prog} generate NAME`. Exit codes: see [Exit codes](exit-codes.md).",
         "",
@@ -327,9 +327,9 @@ def options_reference() -> str:
 
 # ---------------------------------------------------------------- exit codes
 
-# Codes the CLI returns itself, not through an error class (generator/openenvgen/commands.py).
+# Codes the CLI returns itself, not through an error class (generator/openenvgen/cli/).
 CLI_OUTCOMES = {
-    0: "success (`check`: everything up to date)",
+    0: "success (`check`: everything up to date; bare `openenv-gen` prints the help)",
     1: "`check`: a generated file is stale, missing, extra or hand-edited, or the hooks in `custom.py` do not "
     "type-check against the package's models; "
     "`capture`: an env named with `--only` failed, or none could be captured",

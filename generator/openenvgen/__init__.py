@@ -1,7 +1,6 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle, doctor < commands <
-maintainer_commands, play_command < cli
+Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle, doctor < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
 - `errors`: the failures the CLI reports, each with its exit code;
@@ -13,10 +12,8 @@ maintainer_commands, play_command < cli
 - `generation`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
 - `doctor`: `doctor`'s report (a versioned JSON document) and its terminal, JSON and HTML forms;
-- `commands`: the `openenv-gen` commands, a thin typer layer over the rest;
-- `maintainer_commands`: `publish` and `capture`, added to that typer app;
-- `play_command`: `play`, added to it too (it runs the runtime's player in a child process);
-- `cli`: the entry point (`--version` without importing typer, else `commands`).
+- `cli`: the `openenv-gen` command tree, a thin typer layer over the rest (one module per
+  subcommand, one app built from them), and its entry point.
 
 Flow, one direction only: a schema source (embedded catalog, live server or schema file)
 → one frozen `EnvSpec` → codegen + render (pure: spec in, `{path: text}` out) → atomic

@@ -129,6 +129,47 @@ def test_a_person_plays_in_a_terminal(package_dir: Path, wordle_url: str, tmp_pa
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
+def test_ctrl_c_in_a_terminal_ends_play_with_130_and_leaves_no_process(
+    package_dir: Path, wordle_url: str, tmp_path: Path
+) -> None:
+    session = f"playc{os.getpid()}"
+    status = tmp_path / "status"
+    command = f"{OPENENV_GEN} play {package_dir} --base-url {wordle_url}; echo $? > {status}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command], check=True)
+
+    def ours() -> list[str]:
+        """The processes of this play (the CLI and the runtime's player), by their command lines."""
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(package_dir) in cmdline and "play" in cmdline and "echo $?" not in cmdline:  # not the shell
+                found.append(f"{proc.name}: {cmdline}")
+        return found
+
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            shown = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+            if shown.rstrip().splitlines()[-1:] == [">"]:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError(f"no input prompt\n{shown}")
+        assert len(ours()) == 2, ours()  # the CLI and its player, waiting for a reply
+        subprocess.run(["tmux", "send-keys", "-t", session, "C-c"], check=True)
+        deadline = time.monotonic() + 30
+        while not (status.exists() and status.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status.read_text().strip() == "130"
+        assert ours() == []
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
 def _model_read(model: ScriptedChatModel) -> list[tuple[str, str]]:
     """(role, text) of every non-assistant message of the last request: what the model read."""
     messages = model.requests[-1]["messages"]

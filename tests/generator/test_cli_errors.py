@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import tomllib
 from pathlib import Path
@@ -209,17 +210,64 @@ def test_generate_ends_with_the_next_two_commands(tmp_path: Path) -> None:
     ]
 
 
-def test_version_is_printed_without_importing_typer() -> None:
-    """`--version` is the CLI's start-up floor: it skips the typer app (and click, rich) entirely."""
-    import subprocess
-    import sys
-
+def test_version() -> None:
     from openenvgen import __version__
 
-    probe = (
-        "import sys\nsys.argv = ['openenv-gen', '--version']\nfrom openenvgen.cli import main\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    print(e.code, 'typer' in sys.modules, 'click' in sys.modules)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert run.stdout.splitlines() == [f"openenv-gen {__version__}", "0 False False"], run.stderr
-    assert gen("--version").stdout == f"openenv-gen {__version__}\n"
+    result = gen("--version")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"openenv-gen {__version__}\n", "")
+
+
+def test_bare_command_prints_the_help_and_nothing_else() -> None:
+    result = gen(env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == gen("--help", env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}).stdout
+    assert "Usage: openenv-gen [OPTIONS] COMMAND [ARGS]..." in result.stdout
+
+
+def test_every_subcommand_of_the_tree_is_refused_as_an_env_name(tmp_path: Path) -> None:
+    import typer.main
+
+    from openenvgen.cli import app
+
+    names = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]  # a group
+    assert {"generate", "list", "check", "regen", "publish", "capture", "play"} == set(names)
+    for name in names:
+        result = gen("generate", name, "--out", str(tmp_path / name))
+        assert_one_line_error(result, 64, f"{name!r} is a subcommand, not an env name")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_of_a_file_outside_every_package_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# notes\n")
+    result = gen("check", "README.md", cwd=tmp_path)
+    assert_one_line_error(result, 64, "README.md: not in a generated package")
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(gen("check", "empty", cwd=tmp_path), 64, "empty: not a generated package")
+    # A hook that passes every changed file says so; a file outside every package is then skipped.
+    skipped = gen("check", "--skip-outside", "README.md", cwd=tmp_path)
+    assert (skipped.returncode, skipped.stderr) == (0, ""), skipped.stderr
+
+
+def test_another_packages_folder_is_refused_then_replaced_only_when_asked(tmp_path: Path) -> None:
+    out = tmp_path / "pkg"
+    assert gen("wordle", "--out", str(out)).returncode == 0
+    (out / "wordle_openenv" / "custom.py").write_text("# my wordle hooks\n")
+    before = file_tree(out)
+    refused = gen("echo", "--out", str(out))
+    assert_one_line_error(refused, 73, "holds another package, wordle-openenv; pass --replace")
+    assert file_tree(out) == before
+    replaced = gen("echo", "--out", str(out), "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    aside = tmp_path / "pkg.wordle-openenv.old"
+    assert f"moved wordle-openenv (with your files in it) from {out} to {aside}" in replaced.stdout
+    assert file_tree(aside) == before  # nothing of the user's is lost
+    assert json.loads((out / "openenv-gen.lock").read_text())["package"] == "echo-openenv"
+    assert not any("wordle" in rel for rel in file_tree(out))  # and nothing of wordle's lingers
+    assert "wordle" not in (out / "CHANGELOG.md").read_text().lower()
+    # A folder already set aside is never overwritten: refused, nothing moved.
+    assert gen("wordle", "--out", str(out)).returncode == 73
+    (tmp_path / "pkg.echo-openenv.old").mkdir()
+    again = gen("maze", "--out", str(out), "--replace")
+    assert_one_line_error(again, 73, "exists (an earlier replaced package?)")
+    assert json.loads((out / "openenv-gen.lock").read_text())["package"] == "echo-openenv"
+    assert file_tree(aside) == before

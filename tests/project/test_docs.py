@@ -342,3 +342,33 @@ def test_the_docs_workflow_publishes_main_to_pages() -> None:
     assert {"actions/configure-pages", "actions/upload-pages-artifact", "actions/deploy-pages"} <= set(uses)
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
     assert deploy["needs"] == "build" and "refs/heads/main" in deploy["if"]
+
+
+def test_make_demo_leaves_nothing_untracked_in_the_clone() -> None:
+    """What the README's `make demo` writes into a clone (the venv, the package it generates,
+    its build/ log) is ignored by git, so `git status` stays clean after it."""
+    recipe = (ROOT / "Makefile").read_text("utf-8").split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    generated = re.findall(r"openenv-gen (\w+)\s*$", recipe, re.MULTILINE)
+    assert generated == ["wordle"], recipe
+    written = [f"{name}-openenv/pyproject.toml" for name in generated] + [".venv/bin/python", "build/demo.log"]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *written], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    assert sorted(ignored) == sorted(written)
+
+
+def test_the_typed_client_snippet_runs_as_pasted_into_a_file(tmp_path: Path) -> None:
+    """Exploring's `connect` snippet, saved as a file and run with `python`, against a real
+    Wordle server (its URL in place of the page's)."""
+    from openenvgen_testsupport.fixture_envs import make_wordle_app
+    from openenvgen_testsupport.servers import serve_app
+
+    page = (ROOT / "docs" / "guides" / "exploring.md").read_text("utf-8")
+    (snippet,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.DOTALL) if "connect(" in b]
+    with serve_app(make_wordle_app(), ready_path="/health") as url:
+        script = tmp_path / "snippet.py"
+        script.write_text(snippet.replace("http://127.0.0.1:8000", str(url).rstrip("/")), "utf-8")
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    *prompt, reward, done = run.stdout.split()
+    assert "Guess the secret" in " ".join(prompt) and float(reward) >= 0 and done in ("True", "False"), run.stdout

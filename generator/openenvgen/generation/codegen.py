@@ -29,7 +29,7 @@ from typing import Any
 
 from openenvgen.errors import SchemaError
 from openenvgen.generation import shared_models
-from openenvgen.generation.layout import HEADER as HEADER  # defined there for the fast path (no pydantic)
+from openenvgen.generation.layout import HEADER as HEADER
 from openenvgen.generation.layout import HEADER_TEXT as HEADER_TEXT
 from openenvgen.generation.layout import cache_dir as _cache_dir
 from openenvgen.generation.layout import touch, write_cache_entry

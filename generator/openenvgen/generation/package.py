@@ -1,20 +1,25 @@
-"""Make a package: resolve its spec from a source, render it and write it (scaffolding a new one)."""
+"""Make a package: resolve its spec from a source, render it and write it (scaffolding a new one).
+
+A target folder that holds another package (its lock names another distribution) is never
+rewritten as this one, which would leave that package's user-owned files (custom.py, tests/,
+CHANGELOG.md) behind as if they were this one's: it is refused, or with `replace` the whole
+folder is first moved aside, beside it, to `<folder>.<its package>.old`, and this package is
+written there new.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypedDict, Unpack
 
 from openenvgen import catalog, sources
-from openenvgen.errors import UsageError
-from openenvgen.generation.memo import Memo
-from openenvgen.generation.on_disk import SnapshotError, load_spec
+from openenvgen.errors import OutputError, UsageError
+from openenvgen.generation.on_disk import SnapshotError, load_spec, read_lock
 from openenvgen.generation.render import LOCK_FILE, render_package
 from openenvgen.generation.scaffold import scaffold_files, scaffold_writer
 from openenvgen.generation.writer import write_tree
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
-
-RESERVED_NAMES = frozenset({"generate", "check", "list", "regen", "publish"})
 
 
 class SpecSource(TypedDict, total=False):
@@ -39,8 +44,6 @@ def resolve_spec(
     app: str | None = None,
 ) -> EnvSpec:
     """The spec of env `name`, from a live server, a schema file or the catalog's snapshot."""
-    if name in RESERVED_NAMES:
-        raise UsageError(f"{name!r} is a subcommand, not an env name")
     if base_url and schema_file:
         raise UsageError("pass --base-url or --schema-file, not both")
     entry = catalog.entries().get(name)
@@ -70,13 +73,16 @@ def generate_package(
     *,
     out: Path | None = None,
     scaffold: bool = True,
-    memo: Memo | None = None,
+    replace: bool = False,
+    echo: Callable[[str], None] | None = None,
     **source: Unpack[SpecSource],
 ) -> Path:
     """Generate (or regenerate in place) the package of env `name`; returns its directory.
-    With `memo` (the CLI's, for this request of a catalog env), what was written is recorded."""
+    A target holding another package is refused, or with `replace` moved aside first (said
+    through `echo`)."""
     spec = resolve_spec(name, **source)
     target = out or Path(spec.package)
+    _set_aside_another_package(target, spec.package, replace=replace, echo=echo)
     new = not (target / LOCK_FILE).is_file()
     scaffolded = None
     if not new:
@@ -90,6 +96,29 @@ def generate_package(
         scaffolded = scaffold_files(spec)
     files = render_package(spec)
     write_tree(files, target, scaffold=scaffold_writer(scaffolded) if scaffolded is not None else None)
-    if memo is not None and not source.get("base_url") and not source.get("schema_file"):
-        memo.record(files, new=new, scaffold=scaffolded)
     return target
+
+
+def _set_aside_another_package(
+    target: Path, package: str, *, replace: bool, echo: Callable[[str], None] | None
+) -> None:
+    """Refuse a `target` whose lock names another package than `package`, or with `replace`
+    move it aside whole, so nothing of its user's is lost or left in the new package."""
+    lock = read_lock(target) if (target / LOCK_FILE).is_file() else None
+    other = lock.get("package") if lock is not None else None
+    if not isinstance(other, str) or other == package:
+        return
+    aside = target.with_name(f"{target.name}.{other}.old")
+    if not replace:
+        raise OutputError(
+            f"--out {target} holds another package, {other}; pass --replace to move it to {aside} "
+            f"and write {package} there"
+        )
+    if aside.exists() or aside.is_symlink():
+        raise OutputError(f"--replace: {aside} exists (an earlier replaced package?); move it away first")
+    try:
+        target.rename(aside)
+    except OSError as e:
+        raise OutputError(f"--replace: cannot move {target} to {aside}: {e.strerror}") from None
+    if echo is not None:
+        echo(f"moved {other} (with your files in it) from {target} to {aside}")

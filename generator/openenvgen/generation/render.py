@@ -14,9 +14,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from openenvgen.generation.codegen import Models, generate_models
-from openenvgen.generation.layout import HEADER, HEADER_TEXT, template_cache
+from openenvgen.generation.layout import HEADER, HEADER_TEXT
 
-# Defined in `layout` (the fast path imports it without this module); importers read them here too.
+# Defined in `layout`; importers read them here too.
 from openenvgen.generation.layout import LOCK_FILE as LOCK_FILE
 from openenvgen.generation.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
 from openenvgen.generation.layout import sha256_text as sha256_text
@@ -106,10 +106,8 @@ def _environment() -> jinja2.Environment:
         "lstrip_blocks": True,
         "autoescape": False,
     }
-    # Compiling the templates costs more than rendering them: the compiled code is cached.
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir() / "package")),
-        bytecode_cache=template_cache(settings),
         **settings,
     )
     env.filters.update(py=_py, py_inline=_py_inline, toml=_toml, md=_md, docstring=_docstring, json=_json)

@@ -1,16 +1,16 @@
 """What `openenv-gen NAME` prints after writing a package: how to install it and run it.
 
-Read without pydantic or Jinja (the fast path prints it too): the package's name comes from
-its lock, whether the runtime is installed from `layout.is_installed`.
+The package's name comes from its lock; whether the runtime is installed, from its metadata.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shlex
 from pathlib import Path
 
-from openenvgen.generation.layout import RUNTIME_DISTRIBUTION, is_installed, read_lock
+from openenvgen.generation.layout import RUNTIME_DISTRIBUTION, read_lock
 
 
 def next_steps(target: Path) -> str:
@@ -24,7 +24,7 @@ def next_steps(target: Path) -> str:
     shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
     install = ["pip", "install"]
     note = ""
-    if not is_installed(RUNTIME_DISTRIBUTION):
+    if not _installed(RUNTIME_DISTRIBUTION):
         checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
         if (checkout / "runtime" / "pyproject.toml").is_file():
             # The runtime, and the code it shares with the generator when it is there.
@@ -51,3 +51,11 @@ def _package_name(target: Path) -> str:
     when the lock cannot say."""
     package = (read_lock(target) or {}).get("package")
     return package if isinstance(package, str) else target.name
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

@@ -18,12 +18,12 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openenvgen import __version__
 from openenvgen.errors import GenError
-from openenvgen.generation.layout import template_cache, templates_dir
+from openenvgen.generation.layout import templates_dir
 
-TYPE_CHECKING = False  # not `typing`'s: the fast path writes a scaffold without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -90,7 +90,7 @@ def render_scaffold(
     template = template or templates_dir() / "scaffold"
     suffix, excluded = TEMPLATE_SETTINGS["_templates_suffix"], TEMPLATE_SETTINGS["_exclude"]
     envops = TEMPLATE_SETTINGS["_envops"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), bytecode_cache=template_cache(envops), **envops)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), **envops)
     context = {
         **answers,
         "_copier_answers": {"_commit": commit, "_src_path": src_path, **answers},

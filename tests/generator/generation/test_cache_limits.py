@@ -4,6 +4,7 @@ a use), and a generation that writes one more removes the least recently used.""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -37,10 +38,13 @@ def test_generating_models_trims_the_model_cache_least_recently_used_first(
     monkeypatch.setenv("OPENENV_GEN_CACHE", str(tmp_path))
     monkeypatch.setattr(layout, "CACHE_ENTRIES", 2)
     cached: dict[str, str] = {}
-    for name in ("echo", "maze"):
+    for age, name in enumerate(("echo", "maze")):
         before = set(_files(tmp_path, ".py"))
         generate_models(resolve_spec(name))
         (cached[name],) = set(_files(tmp_path, ".py")) - before
+        # Written an hour ago, echo's first: the order never rests on the clock's resolution
+        # (three writes can fall within one tick of the file system's timestamps).
+        os.utime(tmp_path / cached[name], ns=(time.time_ns() - 3_600_000_000_000 + age,) * 2)
     generate_models(resolve_spec("echo"))  # a hit: echo's models are now the most recently used
     generate_models(resolve_spec("snake"))  # one past the limit: maze's, the least recently used, go
     assert cached["maze"] not in _files(tmp_path, ".py")

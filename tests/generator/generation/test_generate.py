@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -48,14 +47,13 @@ def test_golden_generated_equals_catalog_render(package: Path, monkeypatch: pyte
 
 
 def test_cli_output_is_deterministic(tmp_path: Path) -> None:
-    # Two full runs: a cache of their own, without the generation memo's record of the first.
+    # Two runs with a cache of their own: the first fills it, the second reads it.
     cache = tmp_path / "cache"
     a = gen("wordle", "--out", str(tmp_path / "a"), env={"PYTHONHASHSEED": "1", "OPENENV_GEN_CACHE": str(cache)})
-    shutil.rmtree(cache / "generations")
     b = gen("wordle", "--out", str(tmp_path / "b"), env={"PYTHONHASHSEED": "2", "OPENENV_GEN_CACHE": str(cache)})
     assert a.returncode == b.returncode == 0, a.stderr + b.stderr
     assert file_tree(tmp_path / "a") == file_tree(tmp_path / "b")
-    # Regenerating in place is a no-op, byte for byte (a full run, and the memo's answer).
+    # Regenerating in place is a no-op, byte for byte (with and without the cache).
     before = file_tree(tmp_path / "a")
     assert gen("wordle", "--out", str(tmp_path / "a")).returncode == 0
     assert gen("wordle", "--out", str(tmp_path / "a"), env={"OPENENV_GEN_CACHE": str(cache)}).returncode == 0
@@ -213,7 +211,6 @@ def test_models_cache_is_content_addressed_and_safe(tmp_path: Path) -> None:
     hit, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "hit"), "--no-scaffold", env=env)
     assert hit.returncode == 0 and not generated, hit.stderr
     entry.write_text("import os  # not ours\n")
-    shutil.rmtree(cache / "generations")  # the generation memo would answer without the models cache
     damaged, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "b"), "--no-scaffold", env=env)
     assert damaged.returncode == 0 and generated, damaged.stderr
     assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()

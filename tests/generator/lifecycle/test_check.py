@@ -155,14 +155,18 @@ def test_readme_text_outside_the_markers_is_the_users(pkg: Path) -> None:
     assert check(str(pkg)).returncode == 1
 
 
-def test_check_maps_files_to_their_package_and_ignores_foreign_files(pkg: Path, tmp_path: Path) -> None:
-    """What the pre-commit hook passes: changed files, anywhere in the repository."""
+def test_check_maps_files_to_their_package_and_skips_foreign_files_when_told(pkg: Path, tmp_path: Path) -> None:
+    """What the pre-commit hook passes: changed files, anywhere in the repository (it runs
+    `check --skip-outside`); without the flag, a file outside every package is an error."""
     foreign = tmp_path / "setup.cfg"
     foreign.write_text("[x]\n")
-    ok = check(str(pkg / "wordle_openenv" / "models.py"), str(foreign), str(pkg / "README.md"))
+    files = (str(pkg / "wordle_openenv" / "models.py"), str(foreign), str(pkg / "README.md"))
+    ok = check("--skip-outside", *files)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.count("up to date") == 1
-    assert check(str(foreign)).returncode == 0
+    assert check("--skip-outside", str(foreign)).returncode == 0
+    refused = check(*files)
+    assert refused.returncode == 64 and "setup.cfg: not in a generated package" in refused.stderr
     (pkg / "pyproject.toml").write_text("[project]\n")
     assert check(str(pkg / "README.md")).returncode == 1
 

@@ -1,7 +1,6 @@
 """`play`: drive a package's env from the terminal, seeing exactly what the model reads.
 
-It joins the typer app of `commands.py` when this module is imported (`cli` does). The
-generator never imports the runtime (it ships without verifiers and OpenEnv), so `play`
+The generator never imports the runtime (it ships without verifiers and OpenEnv), so `play`
 finds the package, then runs the runtime's player (`python -m openenvgen_runtime.play`) in
 this interpreter, where the package and the runtime are installed; that process owns the
 terminal, the episode and any server it launches, and its exit code is `play`'s.
@@ -11,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,28 +19,11 @@ from typing import Annotated
 
 import typer
 
-from openenvgen.commands import _Command, app
 from openenvgen.errors import UsageError
 
 RUNTIME_PLAYER = "openenvgen_runtime.play"
 
-_HELP = """Play a package's env as the model would: each turn is printed exactly as the model reads it
-(the package's prompt and renderer, hidden fields out, media as placeholders, the action schema),
-and each line you type is the model's reply.
 
-PACKAGE is a package directory, an installed package (`wordle-openenv`), or a catalog name
-(`wordle`: generated into a temporary directory first).
-
-A reply is what the model would write: a JSON object, or a bare value for a one-field action
-(`[crane]` for Wordle). `NAME {"arg": 1}` calls tool NAME: a native tool call with
-`--set action_format=tools` (`act` for a typed action, a union member's name, or an MCP
-tool's), and for MCP envs in text format the JSON the model writes for a call. Blank lines are
-skipped. It ends at done (exit 0), at the end of input, or on Ctrl-C; the session and any
-server it launched are always closed.
-"""
-
-
-@app.command(cls=_Command, help=_HELP)
 def play(
     package: Annotated[
         str, typer.Argument(metavar="PACKAGE", help="Package directory, installed package, or catalog name.")
@@ -67,6 +48,20 @@ def play(
         ),
     ] = None,
 ) -> None:
+    """Play a package's env as the model would: each turn is printed exactly as the model reads it
+    (the package's prompt and renderer, hidden fields out, media as placeholders, the action schema),
+    and each line you type is the model's reply.
+
+    PACKAGE is a package directory, an installed package (`wordle-openenv`), or a catalog name
+    (`wordle`: generated into a temporary directory first).
+
+    A reply is what the model would write: a JSON object, or a bare value for a one-field action
+    (`[crane]` for Wordle). `NAME {"arg": 1}` calls tool NAME: a native tool call with
+    `--set action_format=tools` (`act` for a typed action, a union member's name, or an MCP
+    tool's), and for MCP envs in text format the JSON the model writes for a call. Blank lines are
+    skipped. It ends at done (exit 0), at the end of input, or on Ctrl-C; the session and any
+    server it launched are always closed.
+    """
     if script is not None and not script.is_file():
         raise UsageError(f"--script {script}: no such file")
     if importlib.util.find_spec("openenvgen_runtime") is None:
@@ -79,13 +74,20 @@ def play(
         command += ["--json"] if as_json else []
         for setting in settings or []:
             command += ["--set", setting]
-        # The player handles Ctrl-C (it stops the env first); this process only waits for it.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            code = subprocess.run(command).returncode
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        code = _wait(subprocess.Popen(command))
     raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+def _wait(player: subprocess.Popen[bytes]) -> int:
+    """The player's exit code. A Ctrl-C in the terminal reaches the player too (one process
+    group): it closes the session and any server it launched, then exits 130; this process
+    keeps waiting for that rather than leaving it behind. (Ignoring SIGINT here instead
+    would have the player inherit the ignoring, and Ctrl-C would do nothing.)"""
+    while True:
+        try:
+            return player.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 @contextlib.contextmanager
