@@ -131,31 +131,28 @@ def _check_observation(observation: dict[str, Any], limits: ReplyLimits) -> None
     """One iterative pass (no recursion: depth is what is being bounded) over the
     observation's containers; its strings' lengths count against the size bound."""
     budget = limits.max_observation_chars
+    max_depth = limits.max_depth
     stack: list[tuple[Any, int, str]] = [(observation, 1, "")]
     while stack:
         node, depth, top = stack.pop()
-        if depth > limits.max_depth:
-            raise EnvProtocolError(f"observation.{top}", f"nested deeper than {limits.max_depth} levels")
-        items = node.items() if type(node) is dict else enumerate(node)
-        for key, value in items:
-            kind_ = type(value)
-            if kind_ is str:
-                size = len(value)
-                if size > budget:
-                    if size > _SHORT and type(key) is str and media_source(key) == BASE64_SUFFIX:
+        if depth > max_depth:
+            raise EnvProtocolError(f"observation.{top}", f"nested deeper than {max_depth} levels")
+        for key, value in node.items() if type(node) is dict else enumerate(node):
+            cls = type(value)
+            if cls is str:
+                if len(value) > budget:
+                    if len(value) > _SHORT and type(key) is str and media_source(key) == BASE64_SUFFIX:
                         continue  # media: bounded by max_media_bytes when rendered
-                    value = _overflow(value, budget, limits, top or str(key))
-                    node[key] = value
-                    size = len(value)
-                budget -= size
+                    node[key] = value = _overflow(value, budget, limits, top or str(key))
+                budget -= len(value)
                 if not value.isascii():
                     _check_unicode(value, top or str(key))
-            elif kind_ is dict or kind_ is list:
+            elif cls is dict or cls is list:
                 stack.append((value, depth + 1, top or str(key)))
-            elif kind_ is float:
-                if not math.isfinite(value):
+            elif cls is float:
+                if value - value != 0.0:  # NaN or ±Infinity, without a call
                     raise EnvProtocolError(f"observation.{top or key}", f"{kind(value)}, not a JSON number")
-            elif kind_ is int and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+            elif cls is int and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
                 raise EnvProtocolError(f"observation.{top or key}", kind(value))
             if type(key) is str and len(key) > _SHORT:
                 budget -= len(key)
