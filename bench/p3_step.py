@@ -7,19 +7,21 @@ ends the game. Every step is timed on its own.
 
 - raw: `await client.step({"message": "[slate]"})`, a dict action, nothing else.
 - runtime: what `openenvgen_runtime.episodes.episode.play` does per step besides asking the
-  model: `ActionSpace.parse` of the reply text `"[slate]"` (decode, one-required-field
-  fallback; the generated model takes any string as `message`, so the bare reply is the
-  action with no validation to run, `passthrough`), `episode._step` (the runtime's step on
-  the same OpenEnv client as raw's: its public `client.step`, failures read), summing
-  the reward, and rendering the next user turn (`episode.next_turn`: the observation
-  through the observation view, hidden fields out, media scanned for, plus the live action
-  schema, as JSON).
+  model, on the runtime's own session client (`fleet.pool.session_client`: OpenEnv's
+  `GenericEnvClient` whose replies are judged, `turn.replies`): `ActionSpace.parse` of the
+  reply text `"[slate]"` (decode, one-required-field fallback; the generated model takes
+  any string as `message`, so the bare reply is the action with no validation to run,
+  `passthrough`), `episode._step` (its public `client.step`, the reply judged, failures
+  read), summing the reward, and rendering the next user turn (`episode.next_turn`: the
+  observation through the observation view, hidden fields out, media scanned for, plus the
+  live action schema, as JSON).
 
 The model/harness part is verifiers' and identical for both, so it is left out. The
 loops take turns step by step, in a new random order every round (seeded), so the load of
 a busy machine hits all alike and no loop always follows the same one; at every reset the
 sessions are dealt out to the loops anew, so no loop keeps a session (a connection) that
-happens to be served faster. The ratio is of the medians of per-step times. An A/A
+happens to be served faster (the runtime's loops share the judged sessions among them,
+the others OpenEnv's plain ones). The ratio is of the medians of per-step times. An A/A
 control runs in the same rotation: a second raw loop, whose ratio to raw (ideally 1)
 shows how far the machine's noise alone moves such a ratio in this run; the paired
 estimates (the median of the per-round differences, over raw's median) are given beside
@@ -43,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from common import log, median
@@ -120,10 +123,9 @@ async def _interleaved(
     """Per-step seconds of every variant, wall and this process's CPU, in a new random
     (seeded) order every round, one session each on the same server; every `per_session`
     rounds each session is reset (untimed) and the sessions are dealt out to the variants anew."""
-    from openenv import GenericEnvClient
-
     names = list(variants)
-    sessions = [GenericEnvClient(base_url=url) for _ in names]
+    groups = [[n for n in names if n in JUDGED], [n for n in names if n not in JUDGED]]
+    sessions = {name: _session(name, url) for name in names}
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     order = random.Random(SEED)
@@ -131,9 +133,14 @@ async def _interleaved(
     try:
         for i in range(rounds):
             if i % per_session == 0:
-                for client in sessions:
+                for client in sessions.values():
                     await client.reset(max_guesses=per_session + 10)
-                clients = dict(zip(names, order.sample(sessions, len(sessions)), strict=True))
+                # Dealt anew within each kind of client (the runtime's judged one, OpenEnv's own).
+                clients = {
+                    name: sessions[dealt]
+                    for group in groups
+                    for name, dealt in zip(group, order.sample(group, len(group)), strict=True)
+                }
             for name in order.sample(names, len(names)):
                 start, start_cpu = time.perf_counter(), time.process_time()
                 result = await variants[name](clients[name])
@@ -141,9 +148,28 @@ async def _interleaved(
                 cpu[name].append(time.process_time() - start_cpu)
                 assert not result.done, "the game ended inside a timed block"
     finally:
-        for client in sessions:
+        for client in sessions.values():
             await client.close()
     return times, cpu
+
+
+JUDGED = ("runtime", "runtime's step alone")
+"""The loops that step on the runtime's own session client (replies judged, `turn.replies`),
+as the episode loop does; the others on OpenEnv's `GenericEnvClient`."""
+
+
+def _session(name: str, url: str) -> Any:
+    if name not in JUDGED:
+        from openenv import GenericEnvClient
+
+        return GenericEnvClient(base_url=url)
+    from openenvgen_runtime.config import AdapterConfig
+    from openenvgen_runtime.fleet.pool import session_client
+
+    # The taskset config's defaults, without building a config (which needs an env or a URL).
+    fields = ("reply_timeout", "max_reply_mb", "max_observation_chars", "observation_overflow")
+    defaults = SimpleNamespace(**{key: AdapterConfig.model_fields[key].default for key in fields})
+    return session_client(defaults, url)  # type: ignore[arg-type]
 
 
 def _paired(ours: list[float], raw: list[float]) -> float:

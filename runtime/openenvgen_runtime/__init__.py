@@ -31,6 +31,7 @@ from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConf
 from openenvgen_runtime.episodes.seat import InProcessHarness, InProcessHarnessConfig
 from openenvgen_runtime.episodes.taskset import AdapterEnv, AdapterTask, AdapterTaskset, Taskset, ToolArguments
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction
+from openenvgen_runtime.turn.replies import EnvLost, EnvProtocolError
 from openenvgen_runtime.turn.scoring import REWARD_NAME, Stop
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "AdapterTask",
     "AdapterTaskset",
     "Connection",
+    "EnvLost",
+    "EnvProtocolError",
     "InProcessHarness",
     "InProcessHarnessConfig",
     "InvalidAction",

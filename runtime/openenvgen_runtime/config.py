@@ -83,6 +83,18 @@ class AdapterConfig(vf.TasksetConfig):
     the one startup timeout of every launch mode."""
     unavailable_timeout: float = Field(60.0, gt=0)
     """Seconds an episode waits for a server when every server is down, before it fails."""
+    reply_timeout: float = Field(60.0, gt=0)
+    """Seconds each wait on an env server may take: opening a session, and the reply to each
+    reset, step, state and close. Past it the session is lost: the episode ends as `env_lost`."""
+    max_reply_mb: float = Field(32.0, gt=0)
+    """Largest WebSocket frame taken from an env server, in MiB; a larger one ends the
+    episode as `env_protocol_error`."""
+    max_observation_chars: int = Field(65_536, gt=0)
+    """Characters of text one observation may hold (its strings; media fields apart, see
+    `max_media_bytes`); past it, `observation_overflow` applies."""
+    observation_overflow: Literal["truncate", "refuse"] = "truncate"
+    """An observation over `max_observation_chars`: "truncate" cuts its text with a visible
+    marker, "refuse" ends the episode as `env_protocol_error`."""
 
     @field_validator("base_url", mode="before")
     @classmethod

@@ -14,6 +14,13 @@ built from the tool's listed input schema); an MCP union whose tools follow the 
 Observations come back as the package's generated models (the reset observation's model
 for `reset`), under `typed_observations`' rule for one that does not validate.
 
+Every reply is judged first (`turn.replies`, as in a run): one that breaks OpenEnv's wire
+contract (a non-finite or non-numeric reward, a `done` that is no boolean, an observation
+that is no object or is too deep, a frame that is not JSON text) raises `EnvProtocolError`,
+whatever the fault; every wait on the server (connecting, each reset, step, state and the
+close) takes at most the config's `reply_timeout`, past which `EnvLost` is raised; an
+observation over `max_observation_chars` is cut or refused per `observation_overflow`.
+
 The same connection is an async context manager (`async with connect(...) as env`) and a
 synchronous one (`with connect(...) as env`): the synchronous form runs the async client
 on an event loop of its own, in a background thread, so it also works where a loop is
@@ -34,10 +41,9 @@ from verifiers.v1 import TasksetConfig
 from verifiers.v1.utils.generic import concrete_type
 
 from openenvgen_runtime.episodes.episode import EnvLost, session_failure
-from openenvgen_runtime.fleet.pool import CLIENT_MODULE, ServerPool
+from openenvgen_runtime.fleet.pool import ServerPool, close_client, session_client
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.hooks.typed_hooks import RESET, STEP, ObservationModels
-from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.servers import Server
 from openenvgen_runtime.turn.actions import ActionSpace
 from openenvgen_runtime.turn.mcp_tools import session_tools
@@ -116,7 +122,7 @@ class Env(Generic[ObservationT, ResetObservationT]):
             failure = session_failure(e, where=f" on {self.url}")
             if failure is None:
                 raise
-            raise failure from (e if isinstance(failure, EnvLost) else None)
+            raise failure from (e if isinstance(failure, EnvLost) and failure is not e else None)
 
 
 class Connection(Generic[ObservationT, ResetObservationT]):
@@ -140,7 +146,7 @@ class Connection(Generic[ObservationT, ResetObservationT]):
             await pool.start()
             check_drift(pool.servers, self._taskset.SNAPSHOT, self._config.on_drift)
             server = pool.servers[0]
-            client = self._client = openenv_module(CLIENT_MODULE).GenericEnvClient(base_url=server.url)
+            client = self._client = session_client(self._config, server.url)
             await client.connect()
         except BaseException:
             await self._close()
@@ -153,7 +159,7 @@ class Connection(Generic[ObservationT, ResetObservationT]):
     async def _close(self) -> None:
         try:
             if self._client is not None:
-                await self._client.close()
+                await close_client(self._client, self._config.reply_timeout)
         finally:
             self._client = None
             if self._pool is not None:

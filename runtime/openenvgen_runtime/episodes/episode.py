@@ -15,8 +15,14 @@ observation goes to `trace.info["openenv"]` and its numeric fields become metric
 `custom.py` reward or metric asks for `observation(s)`, those observations go to
 `trace.info["openenv_observations"]`, whence the hooks read them.
 
-A WebSocket that breaks mid-episode ends the episode as `env_lost` (and failed): the
-server-side env is gone, and a new session would be a different episode.
+A WebSocket that breaks mid-episode, or a server that does not answer within
+`reply_timeout`, ends the episode as `env_lost` (and failed): the server-side env is gone,
+and a new session would be a different episode. A reply that breaks OpenEnv's wire contract
+(`turn.replies`: a NaN reward, a `done` that is no boolean, a frame that is not JSON, ...)
+ends it as `env_protocol_error` (and failed): nothing of that reply is scored. Either way
+the error is raised after the stop is named, so verifiers records it on the trace and
+`--env.retries` can rerun the episode (its rules match `EnvLost` or `EnvProtocolError`).
+Both apply to the reset too: its episode ends the same way, before the model is asked.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from openenvgen_runtime.turn.observations import (
     system_prompt_with_env,
 )
 from openenvgen_runtime.turn.prompts import invalid, turn
+from openenvgen_runtime.turn.replies import EnvLost, EnvProtocolError, protocol_failure
 from openenvgen_runtime.turn.scoring import REWARD_NAME, SCORE_INFO, Score, Stop
 
 # What a broken session looks like from openenv's client.
@@ -76,16 +83,25 @@ class EpisodeTaskset(Protocol[TaskT]):
     def observation_view(self, server: Server) -> ObservationView: ...
 
 
-class EnvLost(RuntimeError):
-    """The environment's session broke mid-episode."""
+__all__ = ["EnvLost", "EnvProtocolError", "next_turn", "play", "session_failure"]
+
+# What OpenEnv's client raises on a reply it cannot read (`replies.protocol_failure` reads them).
+_UNREADABLE = (ValueError, OverflowError, AttributeError, TypeError)
 
 
-def session_failure(error: Exception, where: str = "") -> EnvLost | InvalidAction | None:
-    """What an error of a session request means: the session is lost (`EnvLost`), the server
-    refused the action (`InvalidAction`), or neither (None: let it propagate). `where` names
-    the server in the message."""
+def session_failure(error: Exception, where: str = "") -> EnvLost | EnvProtocolError | InvalidAction | None:
+    """What an error of a session request means: the reply broke the contract
+    (`EnvProtocolError`), the session is lost (`EnvLost`), the server refused the action
+    (`InvalidAction`), or none of these (None: let it propagate). `where` names the server
+    in the message."""
+    if isinstance(error, EnvLost):
+        return error
+    protocol = protocol_failure(error)
+    if protocol is not None:
+        return protocol.on(where) if where else protocol
     if isinstance(error, _LOST):
-        return EnvLost(f"lost the environment session{where}: {type(error).__name__}: {error}")
+        detail = str(error) or ("no reply within reply_timeout" if isinstance(error, asyncio.TimeoutError) else "")
+        return EnvLost(f"lost the environment session{where}: {type(error).__name__}: {detail}")
     if isinstance(error, RuntimeError) and "VALIDATION_ERROR" in str(error):
         # The server refused an action our model accepted: tell the model, like any
         # invalid reply (the schema may have drifted since generation).
@@ -108,11 +124,11 @@ async def _step(client: Any, action: dict[str, Any]) -> Any:
     its failures read by `session_failure`."""
     try:
         return await client.step(action)
-    except (*_LOST, RuntimeError) as e:
+    except (*_LOST, RuntimeError, *_UNREADABLE) as e:
         failure = session_failure(e)
         if failure is None:
             raise
-        raise failure from (e if isinstance(failure, EnvLost) else None)
+        raise failure from (e if isinstance(failure, EnvLost) and failure is not e else None)
 
 
 def _tool_calls(segment: Any) -> list[ToolCallRequest]:
@@ -166,6 +182,43 @@ async def next_turn(
 async def play(task: TaskT, agents: Any, pool: ServerPool, taskset: EpisodeTaskset[TaskT]) -> None:
     """Play `task` on a pooled server; `taskset` gives the per-server action space and
     observation view, its config the action format and the invalid-reply budget."""
+    opened = False
+    try:
+        async with pool.session(task.data.reset) as (server, client, result):
+            opened = True
+            await _play_session(task, agents, taskset, server, client, result)
+    except (EnvLost, EnvProtocolError) as error:
+        if opened:
+            raise
+        # The reset failed: the episode ends before the model is asked, on a trace of its own.
+        async with agents.player.interaction(task) as interaction:
+            interaction.trace.stop(_stop_for(error))
+            _record(interaction.trace, Score(), {}, [], records=None)
+            raise
+
+
+def _stop_for(error: EnvLost | EnvProtocolError) -> str:
+    return Stop.ENV_LOST if isinstance(error, EnvLost) else Stop.ENV_PROTOCOL_ERROR
+
+
+def _record(trace: Any, score: Score, last: dict[str, Any], seen: list[dict[str, Any]], records: Any) -> None:
+    """What the episode earned and its final observation (without media) stay on the trace:
+    the task's own reward and metrics are scored from them (`AdapterTask.openenv_reward`),
+    live and by `vf-replay` alike. Recorded for an episode that fails before it is scored too."""
+    trace.record_reward(REWARD_NAME, score.total)
+    trace.info[SCORE_INFO] = score.info()
+    trace.info["openenv"] = last_info = final_info(last)
+    if records:
+        trace.info[INFO_KEY] = [
+            {**e, "observation": last_info if e["observation"] is last else final_info(e["observation"])} for e in seen
+        ]
+    trace.record_metrics(episode_metrics(trace.info["openenv"], score))
+
+
+async def _play_session(
+    task: TaskT, agents: Any, taskset: EpisodeTaskset[TaskT], server: Server, client: Any, result: Any
+) -> None:
+    """`play` on its open session, `result` its reset's."""
     config = taskset.config
     tools = config.action_format == "tools"
     max_invalid = config.max_invalid_actions
@@ -174,73 +227,60 @@ async def play(task: TaskT, agents: Any, pool: ServerPool, taskset: EpisodeTasks
     records = extension.records  # which observations the hooks read: all, the last, or none
     seen: list[dict[str, Any]] = []
     score = Score()
-    async with pool.session(task.data.reset) as (server, client, result):
-        space = taskset.action_space(server)
-        if space.tools_per_episode:
-            # MCP tools that follow the task: listed on this session, after its reset.
-            space, task = await taskset.episode_space(space, server, client, task)
-        view = taskset.observation_view(server)
+    space = taskset.action_space(server)
+    if space.tools_per_episode:
+        # MCP tools that follow the task: listed on this session, after its reset.
+        space, task = await taskset.episode_space(space, server, client, task)
+    view = taskset.observation_view(server)
 
-        async def observe(observation: dict[str, Any], reward: float | None = None, kind: str = STEP) -> Any:
-            return await next_turn(
-                view, space, observation, reward, tools=tools, extension=extension, models=models, kind=kind
-            )
+    async def observe(observation: dict[str, Any], reward: float | None = None, kind: str = STEP) -> Any:
+        return await next_turn(
+            view, space, observation, reward, tools=tools, extension=extension, models=models, kind=kind
+        )
 
-        last = result.observation
-        if records:
-            seen.append(entry(RESET, last, result.reward, bool(result.done)))
-        if env_system_prompt(last):
-            task = task.with_system_prompt(system_prompt_with_env(task.data.system_prompt or "", last))
-        async with agents.player.interaction(task) as interaction:
-            trace = interaction.trace
-            try:
-                segment = await interaction.turn(_answer([], await observe(last, kind=RESET)))
+    last = result.observation
+    if records:
+        seen.append(entry(RESET, last, result.reward, bool(result.done)))
+    if env_system_prompt(last):
+        task = task.with_system_prompt(system_prompt_with_env(task.data.system_prompt or "", last))
+    async with agents.player.interaction(task) as interaction:
+        trace = interaction.trace
+        try:
+            segment = await interaction.turn(_answer([], await observe(last, kind=RESET)))
+            streak = 0
+            while not segment.terminated:
+                calls = _tool_calls(segment)
+                reply = segment.last_reply
+                if not calls and not reply.strip():
+                    trace.stop(Stop.EMPTY_ACTION)
+                    break
+                try:
+                    action = space.parse_tool_calls(calls) if calls else space.parse(reply)
+                    result = await _step(client, action)
+                except InvalidAction as e:
+                    score.invalid_actions += 1
+                    streak += 1
+                    if streak > max_invalid:
+                        trace.stop(Stop.INVALID_ACTION)
+                        break
+                    segment = await interaction.turn(_answer(calls, invalid(str(e), max_invalid - streak + 1)))
+                    continue
                 streak = 0
-                while not segment.terminated:
-                    calls = _tool_calls(segment)
-                    reply = segment.last_reply
-                    if not calls and not reply.strip():
-                        trace.stop(Stop.EMPTY_ACTION)
-                        break
-                    try:
-                        action = space.parse_tool_calls(calls) if calls else space.parse(reply)
-                        result = await _step(client, action)
-                    except InvalidAction as e:
-                        score.invalid_actions += 1
-                        streak += 1
-                        if streak > max_invalid:
-                            trace.stop(Stop.INVALID_ACTION)
-                            break
-                        segment = await interaction.turn(_answer(calls, invalid(str(e), max_invalid - streak + 1)))
-                        continue
-                    streak = 0
-                    last = result.observation
-                    if records:
-                        if records == "last":
-                            seen.clear()
-                        seen.append(entry(STEP, last, result.reward, bool(result.done)))
-                    score.add(result.reward)
-                    if result.done:
-                        trace.stop(Stop.ENV_DONE)
-                        break
-                    segment = await interaction.turn(_answer(calls, await observe(last, result.reward)))
-            except EnvLost:
-                # Named first (the first stop condition wins), then raised: verifiers
-                # records the failure on the trace and fails the episode, so it is
-                # never scored as a finished game and `--env.retries` can rerun it.
-                trace.stop(Stop.ENV_LOST)
-                raise
-            finally:
-                trace.record_reward(REWARD_NAME, score.total)
-                # What the episode earned and its final observation (without media) stay on
-                # the trace: the task's own reward and metrics are scored from them
-                # (`AdapterTask.openenv_reward`), live and by `vf-replay` alike. Recorded
-                # here too, for an episode that fails before it is scored.
-                trace.info[SCORE_INFO] = score.info()
-                trace.info["openenv"] = last_info = final_info(last)
+                last = result.observation
                 if records:
-                    trace.info[INFO_KEY] = [
-                        {**e, "observation": last_info if e["observation"] is last else final_info(e["observation"])}
-                        for e in seen
-                    ]
-                trace.record_metrics(episode_metrics(trace.info["openenv"], score))
+                    if records == "last":
+                        seen.clear()
+                    seen.append(entry(STEP, last, result.reward, bool(result.done)))
+                score.add(result.reward)
+                if result.done:
+                    trace.stop(Stop.ENV_DONE)
+                    break
+                segment = await interaction.turn(_answer(calls, await observe(last, result.reward)))
+        except (EnvLost, EnvProtocolError) as error:
+            # Named first (the first stop condition wins), then raised: verifiers records
+            # the failure on the trace and fails the episode, so it is never scored as a
+            # finished game and `--env.retries` can rerun it.
+            trace.stop(_stop_for(error))
+            raise
+        finally:
+            _record(trace, score, last, seen, records)

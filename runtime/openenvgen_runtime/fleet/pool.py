@@ -13,6 +13,12 @@ that fails because the server failed (see `health`) marks the server down; the e
 which never started, moves to a healthy server. With every server down, an episode waits
 up to `unavailable_timeout`, then fails with one line naming the servers. The servers'
 shared state is `fleet`'s; following them down and back, in the background, is `watch`'s.
+
+Every session's client judges the server's replies (`turn.replies`) and waits at most
+`reply_timeout` for each (the connection, every reply, the close). A reset that gets no
+answer in time ends its episode as lost (`EnvLost`: a new reset there may hang again, so
+the episode does not wait in a loop) and gets the server probed; a reset reply that breaks
+the contract ends it as `EnvProtocolError`.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.launch import Launcher
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.servers import Server, describe, fleet_urls
+from openenvgen_runtime.turn.replies import EnvLost, ReplyLimits, judged_client_class, protocol_failure
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +48,27 @@ CLIENT_MODULE = "openenv.core"
 """Where OpenEnv exports its WebSocket client (`GenericEnvClient`)."""
 HTTP_TIMEOUT = 10.0
 """Seconds a request for a server's `/schema` or tool list may take."""
+
+
+def session_client(config: AdapterConfig, url: str) -> Any:
+    """A new (unconnected) OpenEnv client for one session on `url`: replies judged, every
+    wait bounded by `config.reply_timeout`, frames by `config.max_reply_mb`."""
+    client_class = judged_client_class(openenv_module(CLIENT_MODULE).GenericEnvClient)
+    limits = ReplyLimits(config.max_observation_chars, config.observation_overflow)
+    timeout = config.reply_timeout
+    return client_class(
+        base_url=url,
+        limits=limits,
+        connect_timeout_s=timeout,
+        message_timeout_s=timeout,
+        max_message_size_mb=config.max_reply_mb,
+    )
+
+
+async def close_client(client: Any, timeout: float) -> None:
+    """Close a session, waiting at most `timeout` (a hung server may never answer the close)."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.close(), timeout)
 
 
 class ServerPool:
@@ -99,19 +127,25 @@ class ServerPool:
         A server that refuses the session for capacity is capped at the sessions it holds
         and the episode moves on (to another server, a new one, or a wait for a slot). A
         server that fails the reset is marked down and the episode moves on too."""
-        GenericEnvClient = openenv_module(CLIENT_MODULE).GenericEnvClient
         fleet = self.fleet
+        timeout = self.config.reply_timeout
         while True:
             server = await self._reserve()
-            client = GenericEnvClient(base_url=server.url)
+            client = session_client(self.config, server.url)
             try:
                 result = await client.reset(**reset_kwargs)
                 break
             except BaseException as e:
-                with contextlib.suppress(Exception):
-                    await client.close()
+                await close_client(client, timeout)
                 others = server.active - 1
                 await self._release(server)
+                if isinstance(e, Exception) and (protocol := protocol_failure(e)) is not None:
+                    raise protocol.on(f" on {server.url} (reset)") from None
+                if isinstance(e, (asyncio.TimeoutError, TimeoutError)):
+                    if self._watch is not None:
+                        self._watch.check_soon(server)
+                    lost = f"lost the environment session on {server.url}: no reset reply in {timeout:g}s"
+                    raise EnvLost(lost) from None
                 if _refused_for_capacity(e, others):
                     async with fleet.changed:
                         server.capacity = max(1, others)
@@ -130,8 +164,7 @@ class ServerPool:
                 self._watch.check_soon(server)
             raise
         finally:
-            with contextlib.suppress(Exception):
-                await client.close()
+            await close_client(client, timeout)
             await self._release(server)
 
     async def _reserve(self) -> Server:

@@ -5,7 +5,8 @@ Layer 0 (the bottom, beside `config` and `mcp_models`): may import nothing of th
 Observations rendered for the model (`observations`, its images and audio `media`), the
 prompts (`prompts`), replies parsed and validated into actions (`actions`, union actions
 `unions`, MCP tools `mcp_tools`, a bare reply that needs no validation `passthrough`), and
-what a step earns (`scoring`).
+what a step earns (`scoring`); every reply of the env server judged before it is read
+(`replies`).
 
-Layers: media, mcp_tools, passthrough, scoring, unions < actions, observations < prompts
+Layers: media, mcp_tools, passthrough, scoring, unions < actions, observations, replies < prompts
 """

@@ -17,7 +17,9 @@ class Stop:
     INVALID_ACTION = "invalid_action"
     """Too many consecutive replies that were not valid actions."""
     ENV_LOST = "env_lost"
-    """The connection to the environment broke mid-episode."""
+    """The connection to the environment broke, or it gave no reply within `reply_timeout`."""
+    ENV_PROTOCOL_ERROR = "env_protocol_error"
+    """A reply of the environment broke OpenEnv's wire contract (`turn.replies`)."""
 
 
 REWARD_NAME = "openenv_reward"
