@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openenvgen.doctor.model import CapacityPoint
+from openenvgen_schemas.doctor_report import CapacityPoint
 
 WIDTH, HEIGHT = 480.0, 240.0
 LEFT, RIGHT, TOP, BOTTOM = 56.0, 16.0, 16.0, 40.0
