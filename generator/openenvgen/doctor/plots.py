@@ -166,7 +166,7 @@ def capacity_plot(points: Sequence[CapacityPoint]) -> Plot:
         )
         for p in ordered
     )
-    line = " ".join(f"{m.x},{m.y}" for m, p in zip(markers, ordered, strict=True) if p.ok)
+    line = " ".join(f"{m.x},{m.y}" for m, p in zip(markers, ordered, strict=True) if p.latency_ms is not None)
     x_ticks = tuple(
         Tick(_round(plot.left + plot.plot_width * s / most), str(s)) for s in sorted({0, math.ceil(most / 2), most})
     )

@@ -1,10 +1,11 @@
-"""Clients that vanish mid-episode: `python -m openenvgen_runtime.doctor.vanish URL N RESET TIMEOUT WAIT`.
+"""Clients that vanish mid-episode: a child process that opens sessions and exits without closing them.
 
-A process that opens up to N sessions on URL (each reset with the JSON object RESET, the
-refused ones retried for up to WAIT seconds), prints how many it holds, and exits at once
-with `os._exit`: no WebSocket close is sent, no `close` message, the sockets are dropped by
-the kernel as a crashed trainer worker's are. The server must notice and free the sessions
-by itself. Run by `capacity.probe_release` as a child; never imported by the doctor.
+Run as `python -m openenvgen_runtime.doctor.vanish URL N RESET TIMEOUT WAIT`: it opens up to
+N sessions on URL (each reset with the JSON object RESET, the refused ones retried for up to
+WAIT seconds), prints how many it holds, and exits at once with `os._exit`: no WebSocket
+close is sent, no `close` message; the kernel drops the sockets as it does a crashed trainer
+worker's. The server must notice and free the sessions by itself. Run by
+`capacity.probe_release` as a child; never imported by the doctor.
 """
 
 from __future__ import annotations
