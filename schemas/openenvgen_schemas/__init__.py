@@ -3,11 +3,13 @@ need to know about an env's schemas, so neither pulls in the other's dependencie
 server states in JSON, the schema normalisation and the model diff (`check`, `check --upstream`,
 `regen`, and the runtime's drift guard at pool start). The lowest layer: it imports none of the
 two (nor `openenvgen_servers`, which talks to the servers), and nothing besides the standard
-library.
+library and, for the doctor's report model alone, pydantic (which both of them already need).
 
-Layers: interface, mcp_models, normalise, schema_types < changes, docstrings < compatibility < modeldiff
+Layers: doctor_report, interface, mcp_models, normalise, schema_types < changes, docstrings < compatibility < modeldiff
 (each module imports only modules of layers left of its own)
 
+- `doctor_report`: `DoctorReport`, the versioned JSON document `openenv-gen doctor` reports
+  (the runtime measures and writes it; the generator renders it).
 - `interface`: a `/schema` reply's interface parts and a `tools/list` reply's tools, read
   from strict JSON (no NaN or Infinity).
 - `mcp_models`: the one copy of OpenEnv's MCP models' schemas (the runtime's shared models).

@@ -6,7 +6,7 @@ Each subcommand is one module holding one plain function (its options as typer a
 `app` builds the typer app from them, naming each subcommand once (`app.COMMANDS`); `main`
 runs it and turns errors into one line and an exit code (`openenv-gen` is `main`).
 
-Layers: base < generate, listing, check, regen, publish, capture, play < app < main < __main__
+Layers: base, packages < generate, listing, check, regen, publish, capture, play, doctor < app < main < __main__
 """
 
 from openenvgen.cli.app import app as app

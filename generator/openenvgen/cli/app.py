@@ -12,6 +12,7 @@ from openenvgen import __version__
 from openenvgen.cli.base import Command, GenerateByDefault
 from openenvgen.cli.capture import capture
 from openenvgen.cli.check import check
+from openenvgen.cli.doctor import doctor
 from openenvgen.cli.generate import generate
 from openenvgen.cli.listing import list_envs
 from openenvgen.cli.play import play
@@ -26,6 +27,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "publish": publish,
     "capture": capture,
     "play": play,
+    "doctor": doctor,
 }
 """Every subcommand, by the name it is typed as, in the order help lists them. These names are
 never env names: `openenv-gen NAME` is `generate NAME` for any other first word, and

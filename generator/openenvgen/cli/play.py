@@ -8,17 +8,15 @@ terminal, the episode and any server it launches, and its exit code is `play`'s.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from openenvgen.cli.packages import located
 from openenvgen.errors import UsageError
 
 RUNTIME_PLAYER = "openenvgen_runtime.play"
@@ -66,7 +64,7 @@ def play(
         raise UsageError(f"--script {script}: no such file")
     if importlib.util.find_spec("openenvgen_runtime") is None:
         raise UsageError("play needs the runtime in this environment: pip install openenvgen-runtime")
-    with _located(package) as (package_id, folder):
+    with located(package) as (package_id, folder):
         command = [sys.executable, "-m", RUNTIME_PLAYER, package_id, "--task", str(task)]
         command += ["--path", str(folder)] if folder is not None else []
         command += ["--base-url", base_url] if base_url else []
@@ -88,36 +86,3 @@ def _wait(player: subprocess.Popen[bytes]) -> int:
             return player.wait()
         except KeyboardInterrupt:
             continue
-
-
-@contextlib.contextmanager
-def _located(package: str) -> Iterator[tuple[str, Path | None]]:
-    """(package id, folder to import it from, None when installed) for PACKAGE."""
-    folder = Path(package)
-    if folder.is_dir():
-        yield _package_id(folder), folder.resolve()
-        return
-    module = package.replace("-", "_")
-    if module.isidentifier() and importlib.util.find_spec(module) is not None:
-        yield module, None
-        return
-    from openenvgen.catalog.reader import entries
-
-    if package not in entries():
-        raise UsageError(
-            f"{package}: not a package directory, an installed package or a catalog name (see `openenv-gen list`)"
-        )
-    from openenvgen.generation.package import generate_package
-
-    with tempfile.TemporaryDirectory(prefix="openenv-gen-play-") as scratch:
-        written = generate_package(package, out=Path(scratch) / package, scaffold=False)
-        yield _package_id(written), written
-
-
-def _package_id(folder: Path) -> str:
-    from openenvgen.generation.layout import LOCK_FILE, read_lock
-
-    package = (read_lock(folder) or {}).get("package")
-    if not isinstance(package, str):
-        raise UsageError(f"{folder}: not a package openenv-gen generated (no readable {LOCK_FILE} naming it)")
-    return package.replace("-", "_")

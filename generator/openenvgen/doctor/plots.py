@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from openenvgen.doctor.model import CapacityPoint
+from openenvgen_schemas.doctor_report import CapacityPoint
 
 WIDTH, HEIGHT = 480.0, 240.0
 LEFT, RIGHT, TOP, BOTTOM = 56.0, 16.0, 16.0, 40.0
@@ -166,7 +166,7 @@ def capacity_plot(points: Sequence[CapacityPoint]) -> Plot:
         )
         for p in ordered
     )
-    line = " ".join(f"{m.x},{m.y}" for m, p in zip(markers, ordered, strict=True) if p.ok)
+    line = " ".join(f"{m.x},{m.y}" for m, p in zip(markers, ordered, strict=True) if p.latency_ms is not None)
     x_ticks = tuple(
         Tick(_round(plot.left + plot.plot_width * s / most), str(s)) for s in sorted({0, math.ceil(most / 2), most})
     )

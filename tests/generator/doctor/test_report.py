@@ -13,7 +13,6 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from openenvgen.doctor.model import DoctorReport, Latency, RewardData, RewardGroup
 from openenvgen.doctor.plots import capacity_plot, histogram, histogram_plot
 from openenvgen.doctor.report import (
     FAILED_EXIT_CODE,
@@ -25,6 +24,7 @@ from openenvgen.doctor.report import (
     terminal_summary,
 )
 from openenvgen.errors import SchemaError
+from openenvgen_schemas.doctor_report import DoctorReport, Latency, RewardData, RewardGroup
 from openenvgen_testsupport.doctor_reports import sample_report
 
 

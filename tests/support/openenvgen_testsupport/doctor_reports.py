@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from openenvgen.doctor.model import (
+from openenvgen_schemas.doctor_report import (
     CapacityCheck,
     CapacityData,
     CapacityPoint,

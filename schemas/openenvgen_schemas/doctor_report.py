@@ -11,8 +11,9 @@ and its data; the thresholds the verdicts were judged by travel with it. Times a
 milliseconds (`_ms`) or seconds (`_s`), as named. Strings that came from the env (server
 messages, actions, field names, task names) are untrusted: every renderer escapes them.
 
-This module imports only pydantic and the standard library, so whichever process measures
-an env can write the document.
+This module imports only pydantic and the standard library: the runtime's doctor
+(`python -m openenvgen_runtime.doctor`, in the package's interpreter) writes the document and
+the generator's `openenv-gen doctor` reads and renders it, neither importing the other.
 """
 
 from __future__ import annotations
