@@ -158,13 +158,11 @@ class Launcher:
         absent = missing(self.pass_env)
         if absent:
             needed = [name for name in absent if name in config.SERVER_ENV]
-            why = "the env's server needs " + ("them" if len(needed) > 1 else "it") if needed else "pass_env names them"
+            names, them = ", ".join(absent), "them" if len(absent) > 1 else "it"
+            needs = "the env's server needs " + ("them" if len(needed) > 1 else "it")
+            why = needs if needed else f"pass_env names {them}"
             logger.warning(
-                "%s: %s not set in this environment (%s); its server starts without %s",
-                self.config.env,
-                ", ".join(absent),
-                why,
-                "them" if len(absent) > 1 else "it",
+                f"{self.config.env}: {names} not set in this environment ({why}); its server starts without {them}"
             )
         self._checked = True
 
