@@ -428,10 +428,13 @@ def catalog_reference() -> str:
         "*reproducible* (the seed decides the episode), *deterministic* (no randomness seen), "
         "*not_reproducible* (rollouts of one task start from different states), *unmeasured*.",
         "",
+        "*code* says `runs` for an env whose server runs the code its model writes: its package "
+        "refuses the UV launch unless `allow_host_execution` is set ([Security](guides/security.md)).",
+        "",
         # Short cells only: the long texts (actions, hints, why no episode) get tables of their
         # own below, so that every column fits a 1,400 px window.
-        "| name | env id | package | seed | plays an episode here |",
-        "|---|---|---|---|---|",
+        "| name | env id | package | seed | plays an episode here | code |",
+        "|---|---|---|---|---|---|",
     ]
     about = {env["name"]: raw["envs"].get(env["name"], {}) for env in listed}
     no_episode = {name: entry["no_episode"] for name, entry in about.items() if "no_episode" in entry}
@@ -439,7 +442,21 @@ def catalog_reference() -> str:
         episode = f"no ([why](#{NO_EPISODE_ANCHOR}))" if env["name"] in no_episode else "yes"
         known = entries.get(env["name"])
         seed = (getattr(known.defaults, "seed_verdict", None) if known else None) or "not measured"
-        out.append(f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {seed} | {episode} |")
+        runs = "runs" if known is not None and known.defaults.executes_code else ""
+        out.append(f"| {env['name']} | `{env['env_id']}` | `{env['package']}` | {seed} | {episode} | {runs} |")
+    needs = {name: entry.defaults.server_env for name, entry in entries.items() if entry.defaults.server_env}
+    out += [
+        "",
+        "## Envs whose server needs your variables",
+        "",
+        "Their packages pass these variables of yours to every server they launch (which gets "
+        "nothing else of your environment), and a run where one is not set says so in one "
+        "warning line ([Security](guides/security.md)):",
+        "",
+        "| name | variables |",
+        "|---|---|",
+        *(f"| {name} | {', '.join(f'`{v}`' for v in names)} |" for name, names in needs.items()),
+    ]
     out += [
         "",
         f"## Envs that play no episode here {{#{NO_EPISODE_ANCHOR}}}",

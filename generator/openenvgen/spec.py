@@ -23,6 +23,7 @@ from openenvgen_schemas.normalise import union_branches, union_members
 # Bumped only when the snapshot/lock layout changes; never by a release.
 SPEC_FORMAT = 1
 
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _PACKAGE_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _ENV_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
@@ -75,6 +76,21 @@ class EnvDefaults(Frozen):
     unlisted_tools: tuple[ToolSpec, ...] = ()
     """MCP envs: tools the env takes without listing them (agent_world_model's `verify` and
     `done`); the runtime offers them beside the listed ones."""
+    executes_code: bool = False
+    """The env runs code its model writes on the machine its server runs on (the catalog's
+    `executes_code`, or `--executes-code`): the package refuses the UV launch unless
+    `allow_host_execution` is set."""
+    server_env: tuple[str, ...] = ()
+    """Names of the trainer's environment variables the env's server needs (an API key):
+    the package passes them to every server it launches."""
+
+    @field_validator("server_env")
+    @classmethod
+    def _variable_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"server_env: {name!r} is not an environment variable name")
+        return value
 
 
 class EnvSpec(Frozen):
@@ -133,13 +149,15 @@ class EnvSpec(Frozen):
         return any(is_mcp_action(m.schema) for m in union_members(self.action_schema) or ())
 
     def snapshot(self) -> dict[str, Any]:
-        # A server without `reset_observation` leaves no key, and an env without unlisted tools
-        # no `defaults.unlisted_tools`, so such snapshots stay as they were.
+        # A server without `reset_observation` leaves no key, and a default of the later
+        # `defaults` (no unlisted tools, no code run, no variables) none either, so such
+        # snapshots stay as they were.
         exclude: dict[str, Any] = {}
         if self.reset_observation_schema is None:
             exclude["reset_observation_schema"] = True
-        if not self.defaults.unlisted_tools:
-            exclude["defaults"] = {"unlisted_tools": True}
+        unset = {key for key in ("unlisted_tools", "executes_code", "server_env") if not getattr(self.defaults, key)}
+        if unset:
+            exclude["defaults"] = dict.fromkeys(sorted(unset), True)
         return self.model_dump(mode="json", exclude=exclude)
 
 

@@ -51,6 +51,21 @@ class AdapterConfig(vf.TasksetConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {}
     """A package's UV provider options (its ASGI `app`): `provider_kwargs` is merged over
     them, so setting only `project_path` keeps the package's `app`."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Names of this process's environment variables to hand a launched server (every
+    launch mode), e.g. `["E2B_API_KEY"]`, besides the package's own `SERVER_ENV`. A launched
+    server gets nothing else of this process's environment but what the interpreter and uv
+    need (`openenvgen_servers.environment`); `provider_kwargs.env_vars` sets values."""
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ()
+    """A package's own `pass_env`: the variables its env's server needs (an API key),
+    always passed; one warning line at launch names any that is not set."""
+    allow_host_execution: bool = False
+    """Launch an env that runs model-written code (`EXECUTES_CODE`) with the UV provider,
+    on this machine as this user; without it such a launch is refused before any episode
+    (`use_docker` runs it in a container instead)."""
+    EXECUTES_CODE: ClassVar[bool] = False
+    """Whether the package's env runs code its model writes (the catalog's `executes_code`,
+    or `openenv-gen NAME --executes-code`)."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()])  # one reset, no kwargs
     """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
     split: str | None = None
@@ -95,6 +110,17 @@ class AdapterConfig(vf.TasksetConfig):
     observation_overflow: Literal["truncate", "refuse"] = "truncate"
     """An observation over `max_observation_chars`: "truncate" cuts its text with a visible
     marker, "refuse" ends the episode as `env_protocol_error`."""
+
+    @field_validator("pass_env", mode="before")
+    @classmethod
+    def _name_list(cls, value: Any) -> Any:
+        # From the command line: a JSON list, or names separated by commas.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
 
     @field_validator("base_url", mode="before")
     @classmethod

@@ -5,9 +5,11 @@ with `uv run` as OpenEnv's UV provider does, and stopping a server's process gro
 `openenvgen_schemas` (what a server's JSON means), the one package of ours it imports; httpx
 besides the standard library.
 
-Layers: ports, processes, wire < uv
+Layers: environment, ports, processes, wire < uv
 (each module imports only modules of layers left of its own)
 
+- `environment`: the minimal environment a launched server gets (an allowlist of this process's
+  variables, plus the ones its user names), never this process's whole one.
 - `ports`: `free_port`, for a server about to start.
 - `processes`: stopping a server's process group, ending it with its parent; finding `uv`.
 - `wire`: what a server says over HTTP, strictly parsed and size-bounded; `wait_healthy`.

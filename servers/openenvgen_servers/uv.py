@@ -7,9 +7,11 @@ what the provider itself runs), with uv's `--python` and `--with` where an env n
 `UVServerProcess.start` runs it the way both need: its output into a log whose first line is
 the command (a failure report then says what was tried), in a process group of its own (so
 stopping it also stops the uvicorn that `uv run` spawned), ended by the kernel if this
-process dies first; `wait_ready` returns once `/health` answers. The generator runs an
-author's or upstream's env with it (`openenvgen.sources.uv_server`); the runtime wraps it in
-OpenEnv's provider API (`openenvgen_runtime.launching.uv_provider`).
+process dies first, with a minimal environment of its own (`environment`: never this
+process's whole one, which holds the trainer's credentials); `wait_ready` returns once
+`/health` answers. The generator runs an author's or upstream's env with it
+(`openenvgen.sources.uv_server`); the runtime wraps it in OpenEnv's provider API
+(`openenvgen_runtime.launching.uv_provider`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from openenvgen_servers.environment import server_environment
 from openenvgen_servers.processes import die_with_parent, stop_process_group
 from openenvgen_servers.wire import wait_healthy
 
@@ -63,12 +66,14 @@ class UVServerProcess:
         url: str,
         *,
         env_vars: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         cwd: Path | None = None,
         log: Path | None = None,
     ) -> UVServerProcess:
         """Run `command`, a server that will answer at `url`, without waiting for it: its
-        environment is this process's plus `env_vars`; its output goes to `log` (a temporary
-        file that `stop` removes, when None)."""
+        environment is `environment.server_environment` (the allowlisted part of this
+        process's, the `pass_env` names, then `env_vars`), never this process's whole one;
+        its output goes to `log` (a temporary file that `stop` removes, when None)."""
         if log is None:
             fd, name = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
             out: BinaryIO = os.fdopen(fd, "wb")
@@ -81,7 +86,7 @@ class UVServerProcess:
                 out.flush()
                 process = subprocess.Popen(
                     list(command),
-                    env={**os.environ, **(env_vars or {})},
+                    env=server_environment(env_vars, pass_env),
                     cwd=cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=out,

@@ -7,6 +7,7 @@ missing image, a container that dies while starting) is one line before any epis
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 import time
@@ -146,6 +147,32 @@ def test_a_missing_image_is_one_line_before_any_episode(image: str, guess_pkg: s
         "use_docker: image openenvgen-test-missing:nope is not on this machine and cannot be pulled: "
     )
     assert "\n" not in message
+    assert containers(token) == []
+
+
+def test_a_container_gets_only_the_variables_the_run_names(
+    image: str, guess_pkg: str, token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing of the trainer's environment reaches a container but `pass_env` (by name: its
+    value is not on the `docker run` command line) and `env_vars`; episodes play as before."""
+    secret, named = f"trainer-secret-{uuid.uuid4().hex}", f"named-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SOME_TRAINER_SECRET", secret)
+    monkeypatch.setenv("PASSED_BY_NAME", named)
+    taskset = docker_taskset(image, token, provider_kwargs={"env_vars": {"GIVEN": "value"}})
+    env = load_env(guess_pkg, {**taskset, "pass_env": ["PASSED_BY_NAME"]})
+    model = ScriptedChatModel(Script(['{"guess": 7}']))
+    with serve_app(model) as model_url:
+
+        async def main() -> tuple[Any, list[str]]:
+            async with env.serving():
+                episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                inspected = docker_images.docker("inspect", "--format", "{{json .Config.Env}}", *containers(token))
+                return episode, json.loads(inspected.stdout)
+
+        episode, variables = asyncio.run(main())
+    assert outcome(episode) == (True, "env_done", 1.0)
+    assert f"PASSED_BY_NAME={named}" in variables and "GIVEN=value" in variables
+    assert not any(secret in v or v.startswith("SOME_TRAINER_SECRET") for v in variables)
     assert containers(token) == []
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from openenvgen_servers import uv
+from openenvgen_servers import environment, uv
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.uv import COMMAND_PREFIX, UVServerProcess
 from openenvgen_servers.wire import NotHealthy
@@ -48,7 +48,7 @@ APP = textwrap.dedent(
     from starlette.routing import Route
 
     async def health(request):
-        return JSONResponse({"status": "healthy", "greeting": os.environ.get("GREETING"), "cwd": os.getcwd()})
+        return JSONResponse({"status": "healthy", "cwd": os.getcwd(), "environ": dict(os.environ)})
 
     app = Starlette(routes=[Route("/health", health)])
     """
@@ -90,7 +90,10 @@ def test_the_command_is_the_one_openenvs_uv_provider_runs(
     from openenv.core.containers.runtime import UVProvider
 
     project = tmp_path / "env"
-    provider = UVProvider(project_path=str(project), app="server.app:app", host="127.0.0.1", reload=reload)
+    argv = {"ARGV_FILE": str(fake_uv)}
+    provider = UVProvider(
+        project_path=str(project), app="server.app:app", host="127.0.0.1", reload=reload, env_vars=argv
+    )
     try:
         provider.start(port=8123, workers=workers)
         theirs = recorded(fake_uv)
@@ -113,10 +116,9 @@ def test_the_runtimes_uv_server_runs_what_openenvs_provider_runs(
 
     project = tmp_path / "env"
     commands = []
-    for provider in (
-        UVProvider(project_path=str(project), app="pkg.server.app:app", host="127.0.0.1", reload=reload),
-        UVServer(project_path=str(project), app="pkg.server.app:app", host="127.0.0.1", reload=reload),
-    ):
+    # Ours hands the server only what it is told (and uv's needs): the stand-in's file by name.
+    options = {"project_path": str(project), "app": "pkg.server.app:app", "host": "127.0.0.1", "reload": reload}
+    for provider in (UVProvider(**options), UVServer(**options, pass_env=["ARGV_FILE"])):
         try:
             provider.start(port=8123, workers=workers)
             commands.append(recorded(fake_uv))
@@ -152,7 +154,7 @@ def test_a_server_runs_in_its_folder_with_its_variables_and_is_stopped_whole(tmp
     try:
         server.wait_ready(120)
         health = httpx.get(f"{server.url}/health", timeout=10).json()
-        assert (health["greeting"], health["cwd"]) == ("hi", str(tmp_path))
+        assert (health["environ"]["GREETING"], health["cwd"]) == ("hi", str(tmp_path))
         assert server.exit_code() is None
         # The log's first line says what ran; it is a temporary file of the server's own.
         assert server.log_tail().splitlines()[0] == f"{COMMAND_PREFIX}{shlex.join(command)}"
@@ -229,3 +231,36 @@ def test_a_server_ends_when_the_process_that_started_it_is_killed() -> None:
         parent.wait(30)
         if child and running(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_server_gets_a_minimal_environment_and_the_variables_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing of this process's environment reaches the server but the allowlist (PATH,
+    HOME, locale, uv's settings), the names in `pass_env` and `env_vars`."""
+    (tmp_path / "app.py").write_text(APP)
+    monkeypatch.setenv("SOME_TRAINER_SECRET", "s3cr3t-of-the-trainer")
+    monkeypatch.setenv("PASSED_BY_NAME", "named")
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    environs = []
+    for pass_env in ([], ["PASSED_BY_NAME", "NOT_SET_ANYWHERE"]):
+        port = free_port("127.0.0.1")
+        server = UVServerProcess.start(
+            app_command(port), f"http://127.0.0.1:{port}", env_vars={"GREETING": "hi"}, pass_env=pass_env, cwd=tmp_path
+        )
+        try:
+            server.wait_ready(120)
+            environs.append(httpx.get(f"{server.url}/health", timeout=10).json()["environ"])
+        finally:
+            server.stop()
+    bare, passed = environs
+    assert "SOME_TRAINER_SECRET" not in bare and "s3cr3t-of-the-trainer" not in json.dumps(environs)
+    assert "PASSED_BY_NAME" not in bare and passed["PASSED_BY_NAME"] == "named"
+    assert "NOT_SET_ANYWHERE" not in passed
+    assert "PYTHONPATH" not in bare and "VIRTUAL_ENV" not in bare  # our imports are not the server's
+    assert (bare["PATH"], bare["HOME"]) == (os.environ["PATH"], os.environ["HOME"])
+    assert (bare["UV_OFFLINE"], bare["LC_ALL"], bare["GREETING"]) == ("1", "C.UTF-8", "hi")
+    # Python itself may add a variable or two (LC_CTYPE under a C locale); nothing else is there.
+    allowed = {k for k in bare if environment.is_base_name(k)} | {"GREETING"}
+    assert set(bare) - allowed <= {"LC_CTYPE"}

@@ -25,6 +25,7 @@ class CodingConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "coding_env.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
 
 
 class CodingTask(AdapterTask):

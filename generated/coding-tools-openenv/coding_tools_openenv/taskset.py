@@ -40,6 +40,7 @@ class CodingToolsConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "coding_tools_env.server.app:app",
     }
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ("E2B_API_KEY",)
 
 
 class CodingToolsTask(AdapterTask):

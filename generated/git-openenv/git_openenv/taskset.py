@@ -25,6 +25,7 @@ class GitConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "git_env.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
 
 
 class GitTask(AdapterTask):

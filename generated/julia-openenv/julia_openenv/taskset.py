@@ -25,6 +25,7 @@ class JuliaConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "julia_env.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
 
 
 class JuliaTask(AdapterTask):

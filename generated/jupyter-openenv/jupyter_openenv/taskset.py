@@ -34,6 +34,7 @@ class JupyterConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "jupyter_env.server.app:app",
     }
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ("E2B_API_KEY",)
 
 
 class JupyterTask(AdapterTask):

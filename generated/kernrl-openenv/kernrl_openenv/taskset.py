@@ -25,6 +25,7 @@ class KernrlConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "kernrl.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
 
 
 class KernrlTask(AdapterTask):

@@ -31,6 +31,7 @@ class OpencodeConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "opencode_env.server.app:app",
     }
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ("E2B_API_KEY",)
 
 
 class OpencodeTask(AdapterTask):

@@ -26,6 +26,7 @@ class ReplConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "repl_env.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
     resets: list[dict[str, Any]] = default_resets(
         {
             "context": "The secret number is 42.",

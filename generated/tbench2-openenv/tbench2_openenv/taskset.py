@@ -25,6 +25,7 @@ class Tbench2Config(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "tbench2_env.server.app:app",
     }
+    EXECUTES_CODE: ClassVar[bool] = True
 
 
 class Tbench2Task(AdapterTask):

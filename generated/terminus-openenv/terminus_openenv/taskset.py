@@ -26,6 +26,7 @@ class TerminusConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "terminus_env.server.app:app",
     }
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ("E2B_API_KEY",)
 
 
 class TerminusTask(AdapterTask):

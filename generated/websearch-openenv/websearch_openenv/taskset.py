@@ -25,6 +25,7 @@ class WebsearchConfig(AdapterConfig):
     PROVIDER_DEFAULTS: ClassVar[dict[str, Any]] = {
         "app": "websearch_env.server.app:app",
     }
+    SERVER_ENV: ClassVar[tuple[str, ...]] = ("SERPER_API_KEY",)
 
 
 class WebsearchTask(AdapterTask):

@@ -97,6 +97,8 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
         seed_verdict=seed.get("verdict"),
         seed_evidence=seed.get("summary", ""),
         unlisted_tools=tuple(ToolSpec.model_validate(t) for t in entry.get("unlisted_tools", ())),
+        executes_code=entry.get("executes_code", False),
+        server_env=tuple(entry.get("server_env", ())),
     )
 
 

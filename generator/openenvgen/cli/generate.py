@@ -64,6 +64,14 @@ def generate(
             "your files in it) and write this package there new; without it, that is refused.",
         ),
     ] = False,
+    executes_code: Annotated[
+        bool,
+        typer.Option(
+            "--executes-code",
+            help="Mark the env as one that runs model-written code: its package refuses the UV (host) launch "
+            "unless the run sets allow_host_execution = true.",
+        ),
+    ] = False,
     project: Annotated[
         Path | None,
         typer.Option(
@@ -96,6 +104,7 @@ def generate(
                 env_id=env_id or project_name(env.path),
                 package=package,
                 app=app_path or env.app,
+                executes_code=executes_code,
                 scaffold=not no_scaffold,
                 replace=replace,
                 echo=typer.echo,
@@ -111,6 +120,7 @@ def generate(
             env_id=env_id,
             package=package,
             app=app_path,
+            executes_code=executes_code,
             scaffold=not no_scaffold,
             replace=replace,
             echo=typer.echo,

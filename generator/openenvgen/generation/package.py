@@ -31,6 +31,7 @@ class SpecSource(TypedDict, total=False):
     env_id: str | None
     package: str | None
     app: str | None
+    executes_code: bool
 
 
 def resolve_spec(
@@ -42,8 +43,10 @@ def resolve_spec(
     env_id: str | None = None,
     package: str | None = None,
     app: str | None = None,
+    executes_code: bool = False,
 ) -> EnvSpec:
-    """The spec of env `name`, from a live server, a schema file or the catalog's snapshot."""
+    """The spec of env `name`, from a live server, a schema file or the catalog's snapshot;
+    `executes_code` marks an env that runs model-written code (a catalog entry may say so itself)."""
     if base_url and schema_file:
         raise UsageError("pass --base-url or --schema-file, not both")
     entry = catalog.entries().get(name)
@@ -59,6 +62,8 @@ def resolve_spec(
     defaults = entry.defaults if entry is not None else EnvDefaults()
     if app:
         defaults = defaults.model_copy(update={"app": app})
+    if executes_code:
+        defaults = defaults.model_copy(update={"executes_code": True})
     return build_spec(
         interface,
         name=name,
@@ -86,11 +91,16 @@ def generate_package(
     new = not (target / LOCK_FILE).is_file()
     scaffolded = None
     if not new:
-        # Regenerating in place never moves the version backwards (`regen` bumps it).
+        # Regenerating in place never moves the version backwards (`regen` bumps it), nor
+        # drops the mark of an env that runs model-written code.
         try:
-            spec = spec.model_copy(update={"package_version": load_spec(target).package_version})
+            old = load_spec(target)
         except (SnapshotError, UsageError):
             pass
+        else:
+            marked = spec.defaults.executes_code or old.defaults.executes_code
+            defaults = spec.defaults.model_copy(update={"executes_code": marked})
+            spec = spec.model_copy(update={"package_version": old.package_version, "defaults": defaults})
     elif scaffold:
         # A new package: its user-owned files (CHANGELOG.md, tests/) are scaffolded once.
         scaffolded = scaffold_files(spec)

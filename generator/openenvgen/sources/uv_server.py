@@ -6,7 +6,8 @@ its pyproject), exactly what users of the UV provider get. `RunSettings` are wha
 needs beyond that to start here (an interpreter, an extra or overriding requirement).
 Used by the `--project` schema source (an author's env) and by the catalog's capture
 (upstream's envs); the command is built, run and awaited by `openenvgen_servers.uv`, as the
-runtime's UV launch runs its own.
+runtime's UV launch runs its own, with the same minimal environment (what uv needs, plus the
+run's `env_vars`; never this process's whole one).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from openenvgen.errors import UsageError
 from openenvgen_servers import uv
+from openenvgen_servers.environment import server_environment
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.processes import find_uv
 from openenvgen_servers.uv import UVServerProcess
@@ -202,7 +204,15 @@ def installed_versions(env: EnvFolder, uv_run: list[str] | None = None, *, cwd: 
     """What the env's UV environment really holds (uv re-resolves a stale uv.lock in
     memory, so the lock alone can name an older openenv than the one that runs)."""
     command = [*(uv_run or uv_run_prefix(env)), "python", "-c", _VERSIONS_SCRIPT]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=cwd)
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        env=server_environment(),  # the env's own interpreter: no more of ours than its server gets
+    )
     if done.returncode != 0:
         return {}
     versions: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])  # the script's one JSON line

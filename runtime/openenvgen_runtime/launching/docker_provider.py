@@ -1,10 +1,12 @@
 """The Docker launch mode: one labelled container per server, through OpenEnv's Docker provider.
 
-`DockerServer` is OpenEnv's `LocalDockerProvider` with three changes: its containers carry
+`DockerServer` is OpenEnv's `LocalDockerProvider` with four changes: its containers carry
 labels (the run's owner label, so the reaper can find and remove them precisely), the port
 is published on loopback only, and stopping is one `docker rm -f` (OpenEnv's stop gives up
-after a 10 s `docker stop`, leaving the container). It also reports a container that exited
-and the tail of its log.
+after a 10 s `docker stop`, leaving the container), and `pass_env` names go to the container
+as `-e NAME` (the value is read by the docker CLI, never put on its command line). A
+container gets nothing of this process's environment but `env_vars` and `pass_env`. It also
+reports a container that exited and the tail of its log.
 
 Importing this module imports OpenEnv's providers: `launch` imports it only for a Docker run.
 """
@@ -14,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_servers.environment import container_env_args
 from openenvgen_servers.ports import free_port
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
@@ -31,13 +35,20 @@ class DockerServer(LocalDockerProvider):
     """OpenEnv's local Docker provider with labelled containers on a loopback port."""
 
     def __init__(
-        self, image: str, *, labels: dict[str, str], port: int | None = None, env_vars: dict[str, str] | None = None
+        self,
+        image: str,
+        *,
+        labels: dict[str, str],
+        port: int | None = None,
+        env_vars: dict[str, str] | None = None,
+        pass_env: Sequence[str] = (),
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # OpenEnv's is unannotated; RuntimeError when no Docker answers
         self.image = image
         self.labels = labels
         self.port = port
         self.env_vars = env_vars
+        self.pass_env = list(pass_env)
         self.container_id: str | None = None
 
     def start_container(
@@ -49,8 +60,7 @@ class DockerServer(LocalDockerProvider):
         name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
         command = ["docker", "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000"]
         command += label_args("--label", self.labels)
-        for key, value in (env_vars or {}).items():
-            command += ["-e", f"{key}={value}"]
+        command += container_env_args("-e", env_vars, self.pass_env)
         command.append(image)
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:

@@ -21,6 +21,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -31,6 +32,7 @@ from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import Provider, ReplicatedProvider
 from openenvgen_runtime.launching.reaper import Reaper
 from openenvgen_runtime.launching.servers import Server, describe
+from openenvgen_servers.environment import missing
 from openenvgen_servers.wire import NotHealthy, wait_healthy_async
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ UV_OPTIONS = ("project_path", "app", "host", "reload", "env_vars", "port", "work
 DOCKER_OPTIONS = ("image", "tag", "port", "env_vars")
 SWARM_OPTIONS = ("image", "tag", "env_vars", "cpu_limit", "memory_limit", "constraints", "command", "overlay_network")
 TIMEOUT_OPTIONS = ("startup_timeout", "context_timeout_s")
+TASKSET_OPTIONS = ("pass_env", "allow_host_execution")
+"""Launch settings of every mode, set on the taskset, not in `provider_kwargs`."""
 
 
 def mode_name(*, use_docker: bool = False, use_swarm: bool = False) -> str:
@@ -53,6 +57,13 @@ def provider_options(provider_kwargs: dict[str, Any], mode: str) -> dict[str, An
         raise LaunchError(
             f"provider_kwargs.{timeouts[0]} is not a provider option: set `startup_timeout` "
             "(--env.taskset.startup-timeout SECONDS), the one startup timeout of every launch mode"
+        )
+    misplaced = sorted(set(provider_kwargs) & set(TASKSET_OPTIONS))
+    if misplaced:
+        flag = misplaced[0].replace("_", "-")
+        raise LaunchError(
+            f"provider_kwargs.{misplaced[0]} is not a provider option: set `{misplaced[0]}` on the taskset "
+            f"(--env.taskset.{flag} ...), for every launch mode"
         )
     allowed = {"uv": UV_OPTIONS, "docker": DOCKER_OPTIONS, "swarm": SWARM_OPTIONS}[mode]
     unknown = sorted(set(provider_kwargs) - set(allowed))
@@ -83,10 +94,15 @@ def make_provider(
     timeout: float,
     labels: dict[str, str] | None = None,
     replicas: int = 1,
+    pass_env: Sequence[str] = (),
 ) -> Provider:
     """Blocking: the mode's provider for `env_id`, checked and made but not started (an
-    image is pulled now if missing). `timeout` bounds a pull or a git clone."""
+    image is pulled now if missing). `timeout` bounds a pull or a git clone. Its servers get
+    `pass_env` (names of this process's variables) and `provider_kwargs.env_vars`, and of
+    the rest of this process's environment only what a UV server needs to start
+    (`openenvgen_servers.environment`); a container nothing of it."""
     options = provider_options(provider_kwargs, mode)
+    options["pass_env"] = list(pass_env)
     if mode == "uv":
         from openenvgen_runtime.launching import uv_provider
 
@@ -114,10 +130,41 @@ class Launcher:
         self.providers: list[Provider] = []
         """Every provider made and not yet stopped, including ones still starting."""
         self._reaper: Reaper | None = None
+        self._checked = False
 
     @property
     def mode(self) -> str:
         return mode_name(use_docker=self.config.use_docker, use_swarm=self.config.use_swarm)
+
+    @property
+    def pass_env(self) -> list[str]:
+        """The variables of this process a launched server gets by name: the package's
+        `SERVER_ENV`, then the user's `pass_env`."""
+        return list(dict.fromkeys([*type(self.config).SERVER_ENV, *self.config.pass_env]))
+
+    def check(self) -> None:
+        """Before the first launch: refuse to run model-written code on this machine unless
+        the user said so (a one-line LaunchError), and warn once, in one line, about the
+        variables a server is to get that are not set here."""
+        if self._checked:
+            return
+        config = type(self.config)
+        if self.mode == "uv" and config.EXECUTES_CODE and not self.config.allow_host_execution:
+            raise LaunchError(
+                f"{self.config.env} runs model-written code, and the UV launch would run it on this machine "
+                "as your user: set allow_host_execution = true (--env.taskset.allow-host-execution true) to "
+                "allow it, or use_docker = true (--env.taskset.use-docker true) to run it in a container"
+            )
+        absent = missing(self.pass_env)
+        if absent:
+            needed = [name for name in absent if name in config.SERVER_ENV]
+            names, them = ", ".join(absent), "them" if len(absent) > 1 else "it"
+            needs = "the env's server needs " + ("them" if len(needed) > 1 else "it")
+            why = needs if needed else f"pass_env names {them}"
+            logger.warning(
+                f"{self.config.env}: {names} not set in this environment ({why}); its server starts without {them}"
+            )
+        self._checked = True
 
     def labels(self) -> dict[str, str]:
         """Ours (the run's owner, for the reaper) with the user's `provider_kwargs.labels`."""
@@ -139,6 +186,7 @@ class Launcher:
             timeout=self.config.startup_timeout,
             labels=self.labels(),
             replicas=self.config.replicas,
+            pass_env=self.pass_env,
         )
         if self.mode != "uv" and self._reaper is None:
             self._reaper = Reaper(self.owner)  # before the first container exists
@@ -148,6 +196,7 @@ class Launcher:
     async def launch(self, http: httpx.AsyncClient) -> list[Server]:
         """Start one server (every replica, for a swarm) and wait until each answers
         `/health`; their interfaces read. A LaunchError, its log tail included, otherwise."""
+        self.check()
         timeout = self.config.startup_timeout
         what = f"{self.config.env} ({self.mode})"
         logger.info("starting %s …", what)

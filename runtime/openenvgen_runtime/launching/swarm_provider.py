@@ -7,7 +7,8 @@ port 8000 on its own node port (`mode=host`, port chosen by Docker). The pool th
 addresses each replica as a server of its own, spreading episodes over them and learning
 each one's capacity, wherever the swarm placed it. Swarm replaces a replica that dies;
 `replicas()` lists the ones running now. Labels go on the service and its containers,
-so the run's reaper removes them on every path.
+so the run's reaper removes them on every path. A replica's environment is `env_vars` and
+the `pass_env` names alone (`--env NAME`, the value read by the docker CLI).
 
 The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
 runtime never initialises one behind the user's back. Importing this module imports
@@ -21,11 +22,13 @@ import json
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_servers.environment import container_env_args
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
@@ -46,6 +49,7 @@ class SwarmService(DockerSwarmProvider):
         labels: dict[str, str],
         replica_count: int,
         env_vars: dict[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         overlay_network: str | None = None,
         **service_options: Any,
     ) -> None:
@@ -55,6 +59,7 @@ class SwarmService(DockerSwarmProvider):
         self.labels = labels
         self.replica_count = replica_count
         self.env_vars = env_vars
+        self.pass_env = list(pass_env)
         self.network = overlay_network
         self.service_options = service_options
         self.service_name: str | None = None
@@ -80,8 +85,7 @@ class SwarmService(DockerSwarmProvider):
         cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
         if self.network:
             cmd += ["--network", self.network]
-        for key, value in (env_vars or {}).items():
-            cmd += ["--env", f"{key}={value}"]
+        cmd += container_env_args("--env", env_vars, self.pass_env)
         if cpu_limit is not None:
             cmd += ["--limit-cpu", str(cpu_limit)]
         if memory_limit is not None:
@@ -196,6 +200,7 @@ def provider_for(
             labels=labels,
             replica_count=replicas,
             env_vars=options.get("env_vars"),
+            pass_env=options.get("pass_env", ()),
             overlay_network=options.get("overlay_network"),
             **service_options,
         )

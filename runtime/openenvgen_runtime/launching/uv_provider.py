@@ -1,7 +1,9 @@
 """The UV launch mode (the default): an env server run with `uv run`, through OpenEnv's UV provider.
 
 `UVServer` is OpenEnv's `UVProvider`, running the same command its own way, the way the
-generator runs an env too (`openenvgen_servers.uv`): the server's output goes to a log file
+generator runs an env too (`openenvgen_servers.uv`): the server gets a minimal environment
+(`openenvgen_servers.environment`: what uv needs, `pass_env`, `env_vars`; OpenEnv's provider
+hands it this process's whole one, the trainer's credentials included), its output goes to a log file
 (so a server that dies while starting is reported with its last lines, not after a timeout),
 it runs in a process group of its own (so stopping it also stops the uvicorn that `uv run`
 spawned), and the kernel terminates it if this process dies without cleaning up.
@@ -15,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +58,13 @@ def clone_git_project(git_url: str, timeout_s: float) -> str:
 class UVServer(UVProvider):
     """OpenEnv's UV provider with the server's output logged and its process group owned."""
 
-    def __init__(self, *, port: int | None = None, workers: int = 1, **options: Any) -> None:
+    def __init__(
+        self, *, port: int | None = None, workers: int = 1, pass_env: Sequence[str] = (), **options: Any
+    ) -> None:
         super().__init__(**options)  # project_path, app, host, reload, env_vars, context_timeout_s
         self.port = port
         self.workers = workers
+        self.pass_env = list(pass_env)
         self.server: UVServerProcess | None = None
         self.clone_dir: str | None = None
 
@@ -76,7 +82,8 @@ class UVServer(UVProvider):
         command = [*uv.uv_run("uv", project), *serve]
         client_host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
         env_vars = {**(self.env_vars or {}), **(env_vars or {})}
-        self.server = UVServerProcess.start(command, f"http://{client_host}:{bind_port}", env_vars=env_vars)
+        url = f"http://{client_host}:{bind_port}"
+        self.server = UVServerProcess.start(command, url, env_vars=env_vars, pass_env=self.pass_env)
         return self.server.url
 
     @property

@@ -36,15 +36,17 @@ def _list() -> list[str]:
 
 def test_list_shows_every_catalog_env_with_its_action_space() -> None:
     header, *lines, footer = _list()
-    assert header.split() == ["name", "env", "id", "action", "seed", "episode", "fields", "/", "tools"]
+    assert header.split() == ["name", "env", "id", "action", "seed", "episode", "code", "needs", "fields", "/", "tools"]
     shown = {}
     seeds = {}
     episodes = {}
+    marks = {}
     for line in lines:
-        name, env_id, kind, seed, episode, detail = line.split(maxsplit=5)
+        name, env_id, kind, seed, episode, code, needs, detail = line.split(maxsplit=7)
         shown[name] = (env_id, kind, detail)
         seeds[name] = seed
         episodes[name] = episode
+        marks[name] = (code, needs)
     assert {name: shown[name] for name in EXPECTED} == EXPECTED
     assert shown == {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
     # Whether each env honours `seed`, as its capture measured it (data/seeding.json).
@@ -52,6 +54,18 @@ def test_list_shows_every_catalog_env_with_its_action_space() -> None:
     # Whether each env plays an offline episode here: "none" exactly where the catalog says why not.
     assert episodes == {name: "none" if entry.no_episode else "offline" for name, entry in catalog.entries().items()}
     assert "none" in episodes.values() and "offline" in episodes.values()
+    # Which envs run model-written code on their server, and which variables their server needs.
+    runs = {name for name, (code, _) in marks.items() if code == "runs"}
+    assert runs == {name for name, entry in catalog.entries().items() if entry.defaults.executes_code}
+    assert {"coding", "repl", "julia", "tbench2", "kernrl"} <= runs
+    assert not runs & {"jupyter", "coding_tools", "terminus", "opencode", "wordle"}  # theirs runs remotely, or none
+    assert {name: needs for name, (_, needs) in marks.items() if needs != "-"} == {
+        "jupyter": "E2B_API_KEY",
+        "coding_tools": "E2B_API_KEY",
+        "opencode": "E2B_API_KEY",
+        "terminus": "E2B_API_KEY",
+        "websearch": "SERPER_API_KEY",
+    }
     # Catalog order, one line each; then one line naming the upstream envs that cannot run here.
     assert [line.split()[0] for line in lines] == list(catalog.entries())
     assert footer == f"# cannot run here, not in the catalog: {', '.join(catalog.unavailable())} (reasons: --json)"
@@ -143,8 +157,13 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     envs = document["envs"]
     assert [env["name"] for env in envs] == list(catalog.entries())
     for env in envs:
-        assert list(env) == ["name", "env_id", "package", "action", "fields", "tools", "members", "seed", "no_episode"]
+        assert list(env) == [
+            "name", "env_id", "package", "action", "fields", "tools", "members", "seed", "no_episode", "executes_code",
+            "server_env",
+        ]  # fmt: skip
         assert env["no_episode"] == catalog.entries()[env["name"]].no_episode
+        assert env["executes_code"] == catalog.entries()[env["name"]].defaults.executes_code
+        assert env["server_env"] == list(catalog.entries()[env["name"]].defaults.server_env)
         measured = catalog.seeding()[env["name"]]
         assert env["seed"] == {"verdict": measured["verdict"], "summary": measured["summary"]}
         assert env["package"] == f"{env['name'].replace('_', '-')}-openenv"
@@ -159,6 +178,8 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
         "members": None,
         "seed": {"verdict": catalog.seeding()["wordle"]["verdict"], "summary": catalog.seeding()["wordle"]["summary"]},
         "no_episode": None,
+        "executes_code": False,
+        "server_env": [],
     }
     assert by_name["agent_world_model"]["action"] == "union"
     assert [m["key"] for m in by_name["agent_world_model"]["members"]] == ["list_tools", "call_tool"]

@@ -16,13 +16,15 @@ from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE
 _ids = itertools.count()
 
 
-def generate_from_server(stem: str, base_url: str, root: Path, **flags: str) -> str:
-    """`openenv-gen` against a live server; the package becomes importable. Returns its id."""
+def generate_from_server(stem: str, base_url: str, root: Path, **flags: str | bool) -> str:
+    """`openenv-gen` against a live server (`flags`: `--key value`, or `--key` for True); the
+    package becomes importable. Returns its id."""
     name = f"{stem}_{next(_ids)}"
     out = root / name
     args = [OPENENV_GEN, name, "--base-url", base_url, "--out", str(out)]
     for key, value in flags.items():
-        args += [f"--{key.replace('_', '-')}", value]
+        flag = f"--{key.replace('_', '-')}"
+        args += [flag] if value is True else [] if value is False else [flag, value]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     sys.path.insert(0, str(out))
