@@ -23,6 +23,7 @@ import json
 import keyword
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from openenvgen.generation.layout import HEADER_TEXT as HEADER_TEXT
 from openenvgen.generation.layout import cache_dir as _cache_dir
 from openenvgen.generation.layout import touch, write_cache_entry
 from openenvgen.generation.python_format import FORMAT_SETTINGS as FORMAT_SETTINGS
-from openenvgen.generation.python_format import format_module
+from openenvgen.generation.python_format import format_module, start_format
 from openenvgen.schema_checks import canonical_json
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas import mcp_models
@@ -229,27 +230,39 @@ def _cache_key(root: dict[str, Any]) -> str:
 def generate_models(spec: EnvSpec) -> Models:
     """The models module for `spec`: from the content-addressed cache when this exact
     schema was generated before with these options and this datamodel-code-generator."""
+    return start_models(spec)[1]()
+
+
+def start_models(spec: EnvSpec) -> tuple[Models, Callable[[], Models]]:
+    """`spec`'s model class names (a `Models` without its source) at once, and a call that
+    returns the models module: ruff formats it meanwhile, so the caller can render the
+    templates, which need only the names, while it does."""
     root, names = _combined(spec)
     cache = _cache_dir()
-    cached = None
-    if cache is not None:  # the key reads installed distributions' metadata: only for a cache
-        reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
-        key = _cache_key({"root": root, "reset_alias": reset_alias, "shared": names.shared_classes})
-        cached = cache / f"{key}.py"
-        try:
-            source = cached.read_text("utf-8")
-        except OSError:  # not cached yet, or just trimmed by another run
-            source = ""
-        if source.startswith(HEADER):
-            touch(cached)
-            return dataclasses.replace(names, source=source)
-    models = _generate(root, names)
-    if cached is not None:
+    if cache is None:
+        return names, _generate(root, names)
+    # The key reads installed distributions' metadata: computed only for a cache.
+    reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
+    cached = cache / f"{_cache_key({'root': root, 'reset_alias': reset_alias, 'shared': names.shared_classes})}.py"
+    try:
+        source = cached.read_text("utf-8")
+    except OSError:  # not cached yet, or just trimmed by another run
+        source = ""
+    if source.startswith(HEADER):
+        touch(cached)
+        models = dataclasses.replace(names, source=source)
+        return names, lambda: models
+    formatting = _generate(root, names)
+
+    def finish() -> Models:
+        models = formatting()
         write_cache_entry(cached, models.source)
-    return models
+        return models
+
+    return names, finish
 
 
-def _generate(root: dict[str, Any], names: Models) -> Models:
+def _generate(root: dict[str, Any], names: Models) -> Callable[[], Models]:
     source = _codegen(root, HEADER, names.shared_classes)
     defined = set(re.findall(r"^class (\w+)\(", source, flags=re.M)) | set(names.shared_classes)
     reset = names.reset_observation_class
@@ -265,7 +278,8 @@ def _generate(root: dict[str, Any], names: Models) -> Models:
         source += f"{reset} = {names.observation_class}\n"
     if names.shared_classes:
         source = shared_models.import_shared(source, names.shared_classes)
-    return dataclasses.replace(names, source=format_module(source))
+    formatted = start_format(source)
+    return lambda: dataclasses.replace(names, source=formatted())
 
 
 _SHARED_DOCSTRING = '''"""OpenEnv's MCP models, which a generated package imports rather than generating them again.

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from openenvgen.errors import GenError
@@ -40,15 +41,38 @@ def ruff_binary() -> str:
 
 def format_module(source: str, settings_dir: Path = FORMAT_SETTINGS) -> str:
     """`source` as `ruff check --fix` (safe and unsafe fixes) and then `ruff format` leave it,
-    with the settings nearest `settings_dir`; both read it on stdin."""
+    with the settings nearest `settings_dir`."""
+    return start_format(source, settings_dir)()
+
+
+def start_format(source: str, settings_dir: Path = FORMAT_SETTINGS) -> Callable[[], str]:
+    """`format_module`, started: ruff works on `source` while the caller goes on, and the call
+    returned waits for the formatted text. One pipe, `ruff check --fix - | ruff format -`, so
+    the two ruff processes start side by side rather than one after the other."""
     ruff = ruff_binary()
-    fixed = _run([ruff, "check", "--fix", "--unsafe-fixes", "--exit-zero", "--quiet", "-"], source, settings_dir)
-    return _run([ruff, "format", "-"], fixed, settings_dir)
+    check = [ruff, "check", "--fix", "--unsafe-fixes", "--exit-zero", "--quiet", "-"]
+    fmt = [ruff, "format", "-"]
+    pipe = subprocess.PIPE
+    fixing = subprocess.Popen(check, stdin=pipe, stdout=pipe, stderr=pipe, cwd=settings_dir)
+    assert fixing.stdin is not None and fixing.stdout is not None and fixing.stderr is not None
+    formatting = subprocess.Popen(fmt, stdin=fixing.stdout, stdout=pipe, stderr=pipe, cwd=settings_dir)
+    fixing.stdout.close()  # the formatter holds the read end now
+    # ruff check reads all of it before it writes: a module larger than the pipe's buffer waits
+    # here only until ruff has started, never on the formatter.
+    try:
+        fixing.stdin.write(source.encode("utf-8"))
+        fixing.stdin.close()
+    except BrokenPipeError:  # ruff check stopped early: its exit code and stderr say why
+        pass
 
+    def result() -> str:
+        formatted, format_errors = formatting.communicate()
+        fix_errors = fixing.stderr.read() if fixing.stderr else b""
+        fixing.wait()
+        for command, process, errors in ((check, fixing, fix_errors), (fmt, formatting, format_errors)):
+            if process.returncode != 0:
+                detail = (errors.decode("utf-8", "replace").strip() or "no output").splitlines()[0]
+                raise GenError(f"ruff {command[1]} failed on a generated module: {detail}")
+        return formatted.decode("utf-8")
 
-def _run(command: list[str], source: str, cwd: Path) -> str:
-    result = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, cwd=cwd, check=False)
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", "replace").strip() or "no output"
-        raise GenError(f"{' '.join(command[1:3])} failed on a generated module: {detail.splitlines()[0]}")
-    return result.stdout.decode("utf-8")
+    return result
