@@ -28,7 +28,8 @@ prof.disable()
 stats = pstats.Stats(prof)
 wanted = {
     "generate_package": ("generation/package.py", "generate_package"),
-    "generate_models": ("codegen.py", "generate_models"),
+    "start_models": ("codegen.py", "start_models"),
+    "format_models": ("python_format.py", "result"),
     "render_package": ("render.py", "render_package"),
     "write_tree": ("writer.py", "write_tree"),
     "resolve_spec": ("generation/package.py", "resolve_spec"),

@@ -23,6 +23,7 @@ import json
 import keyword
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from openenvgen.generation.layout import HEADER as HEADER
 from openenvgen.generation.layout import HEADER_TEXT as HEADER_TEXT
 from openenvgen.generation.layout import cache_dir as _cache_dir
 from openenvgen.generation.layout import touch, write_cache_entry
+from openenvgen.generation.python_format import FORMAT_SETTINGS as FORMAT_SETTINGS
+from openenvgen.generation.python_format import format_module, start_format
 from openenvgen.schema_checks import canonical_json
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas import mcp_models
@@ -206,9 +209,6 @@ CODEGEN_OPTIONS: dict[str, Any] = {
     "enum_field_as_literal": "one",
     "collapse_root_models": True,
 }
-FORMAT_SETTINGS = Path(__file__).with_name("model_format")
-"""Where ruff formats the models: its pyproject.toml (ruff's defaults, stated) is the nearest
-one ruff finds, so no project's settings, whichever folder openenv-gen runs in, reach them."""
 
 
 def _cache_key(root: dict[str, Any]) -> str:
@@ -230,27 +230,40 @@ def _cache_key(root: dict[str, Any]) -> str:
 def generate_models(spec: EnvSpec) -> Models:
     """The models module for `spec`: from the content-addressed cache when this exact
     schema was generated before with these options and this datamodel-code-generator."""
+    return start_models(spec)[1]()
+
+
+def start_models(spec: EnvSpec) -> tuple[Models, Callable[[], Models]]:
+    """`spec`'s model class names (a `Models` without its source) at once, and a call that
+    returns the models module: ruff formats it meanwhile, so the caller can render the
+    templates, which need only the names, while it does."""
     root, names = _combined(spec)
     cache = _cache_dir()
+    if cache is None:
+        return names, _generate(root, names)
+    # The key reads installed distributions' metadata: computed only for a cache.
     reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
-    key = _cache_key({"root": root, "reset_alias": reset_alias, "shared": names.shared_classes})
-    cached = cache / f"{key}.py" if cache is not None else None
-    if cached is not None:
-        try:
-            source = cached.read_text("utf-8")
-        except OSError:  # not cached yet, or just trimmed by another run
-            source = ""
-        if source.startswith(HEADER):
-            touch(cached)
-            return dataclasses.replace(names, source=source)
-    models = _generate(root, names)
-    if cached is not None:
+    cached = cache / f"{_cache_key({'root': root, 'reset_alias': reset_alias, 'shared': names.shared_classes})}.py"
+    try:
+        source = cached.read_text("utf-8")
+    except OSError:  # not cached yet, or just trimmed by another run
+        source = ""
+    if source.startswith(HEADER):
+        touch(cached)
+        models = dataclasses.replace(names, source=source)
+        return names, lambda: models
+    formatting = _generate(root, names)
+
+    def finish() -> Models:
+        models = formatting()
         write_cache_entry(cached, models.source)
-    return models
+        return models
+
+    return names, finish
 
 
-def _generate(root: dict[str, Any], names: Models) -> Models:
-    source = _codegen(root, HEADER, FORMAT_SETTINGS, names.shared_classes)
+def _generate(root: dict[str, Any], names: Models) -> Callable[[], Models]:
+    source = _codegen(root, HEADER, names.shared_classes)
     defined = set(re.findall(r"^class (\w+)\(", source, flags=re.M)) | set(names.shared_classes)
     reset = names.reset_observation_class
     wanted = {names.action_class, names.observation_class, *names.tool_classes.values(), *names.member_classes}
@@ -265,7 +278,8 @@ def _generate(root: dict[str, Any], names: Models) -> Models:
         source += f"{reset} = {names.observation_class}\n"
     if names.shared_classes:
         source = shared_models.import_shared(source, names.shared_classes)
-    return dataclasses.replace(names, source=source)
+    formatted = start_format(source)
+    return lambda: dataclasses.replace(names, source=formatted())
 
 
 _SHARED_DOCSTRING = '''"""OpenEnv's MCP models, which a generated package imports rather than generating them again.
@@ -283,29 +297,21 @@ def shared_models_source(settings_path: Path = FORMAT_SETTINGS) -> str:
     defs = mcp_models.definitions()
     first = next(iter(defs))
     root = {**defs.pop(first), "$defs": defs}
-    header = f"{HEADER}\n{_SHARED_DOCSTRING}"
-    return _codegen(root, header, settings_path, ()).rstrip() + "\n"
+    return format_module(_codegen(root, f"{HEADER}\n{_SHARED_DOCSTRING}", ()), settings_path).rstrip() + "\n"
 
 
-def _codegen(root: dict[str, Any], header: str, settings_path: Path, shared: tuple[str, ...]) -> str:
-    """datamodel-code-generator's module for `root`, formatted; the `shared` classes are left out."""
+def _codegen(root: dict[str, Any], header: str, shared: tuple[str, ...]) -> str:
+    """datamodel-code-generator's module for `root`, unformatted (`python_format` formats the
+    module openenv-gen makes of it, once); the `shared` classes are left out."""
     # Imported here: the CLI's other commands should not pay for it.
-    from datamodel_code_generator import (
-        Formatter,
-        GenerateConfig,
-        InputFileType,
-        PythonVersion,
-        generate,
-    )
+    from datamodel_code_generator import GenerateConfig, InputFileType, PythonVersion, generate
     from datamodel_code_generator.enums import DataModelType  # used by name, but left out of the package's __all__
 
     config = GenerateConfig(
         input_file_type=InputFileType.JsonSchema,
         output_model_type=DataModelType.PydanticV2BaseModel,
         target_python_version=PythonVersion.PY_311,
-        # Ruff formats what it writes (run only on a cache miss): the module is ruff-clean as written.
-        formatters=[Formatter.RUFF_CHECK, Formatter.RUFF_FORMAT],
-        settings_path=settings_path,
+        formatters=[],
         # A shared class is not generated; a model referring to it imports it.
         type_overrides={name: f"{mcp_models.MODULE}.{name}" for name in shared} or None,
         **{**CODEGEN_OPTIONS, "custom_file_header": header},
@@ -318,23 +324,9 @@ def _codegen(root: dict[str, Any], header: str, settings_path: Path, shared: tup
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot generate models from the schemas: {first}") from None
     assert isinstance(source, str)
-    # pydantic 2.14 made the sentinel public; the experimental path now warns on import.
-    return _one_pydantic_import(source)
-
-
-def _one_pydantic_import(source: str) -> str:
-    """pydantic 2.14 made the sentinel public (the experimental path now warns on import): one
-    `from pydantic import` line with it, its names in ruff's isort order (constants first)."""
-    lines = source.split("\n")
-    found = [i for i, line in enumerate(lines) if line.startswith(("from pydantic import ", _EXPERIMENTAL_MISSING))]
-    if len(found) < 2:
-        return source.replace(_EXPERIMENTAL_MISSING, "from pydantic import MISSING")
-    names = {name.strip() for i in found for name in lines[i].split(" import ", 1)[1].split(",")}
-    ordered = sorted(names, key=shared_models.member_key)
-    merged = shared_models.statement("from pydantic import ", ordered, "()")
-    return "\n".join(
-        [*lines[: found[0]], merged, *(line for i, line in enumerate(lines) if i > found[0] and i not in found)]
-    )
+    # pydantic 2.14 made the sentinel public (the experimental path now warns on import);
+    # ruff's isort merges it into the module's `from pydantic import`.
+    return source.replace(_EXPERIMENTAL_MISSING, "from pydantic import MISSING")
 
 
 _EXPERIMENTAL_MISSING = "from pydantic.experimental.missing_sentinel import MISSING"

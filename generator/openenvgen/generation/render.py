@@ -8,12 +8,13 @@ validated name and codegen's sanitised class names, never from raw server text.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from openenvgen.generation.codegen import Models, generate_models
+from openenvgen.generation.codegen import Models, start_models
 from openenvgen.generation.layout import HEADER, HEADER_TEXT
 
 # Defined in `layout`; importers read them here too.
@@ -120,12 +121,13 @@ def _json(value: Any) -> str:
 
 def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
     """Every file of the package except the lock, keyed by POSIX path relative to its root."""
-    models = models or generate_models(spec)
+    # The templates need only the models' class names: they render while ruff formats the module.
+    names, finish = (models, functools.partial(_same, models)) if models is not None else start_models(spec)
     env = _environment()
     context = {
         "spec": spec,
         "header": HEADER,
-        "models": models,
+        "models": names,
         "module": spec.module,
         "stem": spec.class_stem,
         "runtime_requirement": RUNTIME_REQUIREMENT,
@@ -133,7 +135,7 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
         "resets": [dict(r) for r in spec.defaults.resets],
         "tool_names": [t.name for t in spec.tools or ()],
-        "union_members": _union_rows(spec, models),
+        "union_members": _union_rows(spec, names),
     }
     m = spec.module
     files = {
@@ -141,11 +143,15 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "README.md": env.get_template("README.md.j2").render(context),
         f"{m}/__init__.py": env.get_template("__init__.py.j2").render(context),
         f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
-        f"{m}/models.py": models.source,
+        f"{m}/models.py": finish().source,
         f"{m}/py.typed": f"{HEADER}\n",
         f"{m}/snapshot.json": render_snapshot(spec),
     }
     return files
+
+
+def _same(models: Models) -> Models:
+    return models
 
 
 def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:

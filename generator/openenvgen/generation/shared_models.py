@@ -4,7 +4,7 @@ A class is shared when the package's combined schema defines it under the shared
 the same JSON text as the one copy (`openenvgen_schemas.mcp_models`), and so is every model
 it refers to; codegen then leaves it out (datamodel-code-generator's type overrides) and
 imports it from the runtime's `openenvgen_runtime.mcp_models`. The import and the module's
-`__all__` are written here as ruff writes them, so the module stays ruff-clean as written.
+`__all__` are added here to datamodel-code-generator's module before ruff formats it (`python_format`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,9 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import re
 from typing import Any
 
 from openenvgen_schemas import mcp_models
-
-LINE_LENGTH = 88
-"""The models' line length (ruff's default, that of `codegen.FORMAT_SETTINGS`), for the lines written
-here after ruff formatted the module."""
 
 
 def shared_classes(root: dict[str, Any], action_class: str) -> tuple[str, ...]:
@@ -55,13 +50,14 @@ def _refs(node: Any) -> set[str]:
 
 
 def import_shared(source: str, shared: tuple[str, ...]) -> str:
-    """`source` importing the `shared` classes from the runtime, and naming its models in `__all__`.
+    """`source` (datamodel-code-generator's module, unformatted) importing the `shared` classes
+    from the runtime, and naming its models in `__all__`; `python_format` then sorts and lays
+    out both as it does the rest of the module.
 
     The import goes after the others, behind `# isort: split`: isort places the runtime
     beside pydantic under ruff's defaults and in a section of its own under a project that
     calls it first-party (this repository's), and the split suits both. `__all__` makes the
-    imported classes the module's own (ruff's F401, type checkers' re-export rule), listed
-    in the order ruff's RUF022 sorts them.
+    imported classes the module's own (ruff's F401, type checkers' re-export rule).
     """
     tree = ast.parse(source)
     lines = source.split("\n")
@@ -76,40 +72,17 @@ def import_shared(source: str, shared: tuple[str, ...]) -> str:
             dropped.update(range(node.lineno - 1, last))
         else:
             end = last
-    head: list[str] = []
-    for i, line in enumerate(lines[:end]):
-        if i not in dropped and (line or (head and head[-1])):  # one blank line between sections
-            head.append(line)
-    rest = "\n".join(line for i, line in enumerate(lines[end:], end) if i not in dropped).lstrip("\n")
     public = set(shared)
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             public.add(node.name)
         elif isinstance(node, ast.Assign):  # the reset observation's alias
             public.update(t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_"))
-    imported = statement(f"from {mcp_models.MODULE} import ", sorted(shared, key=member_key), "()")
-    listed = statement("__all__ = ", [f'"{name}"' for name in sorted(public, key=all_key)], "[]")
-    block = f"# isort: split\n{imported}\n\n{listed}\n"
-    return "\n".join(head).rstrip("\n") + f"\n\n{block}" + (f"\n\n{rest}" if rest else "")
-
-
-def statement(start: str, items: list[str], brackets: str) -> str:
-    """`start` and `items` in `brackets` as ruff formats them: on one line when it fits (an import
-    without the brackets), else one item a line."""
-    inline = ", ".join(items)
-    line = f"{start}{inline}" if start.startswith("from ") else f"{start}{brackets[0]}{inline}{brackets[1]}"
-    if len(line) <= LINE_LENGTH:
-        return line
-    return f"{start}{brackets[0]}\n" + "".join(f"    {item},\n" for item in items) + brackets[1]
-
-
-def member_key(name: str) -> tuple[bool, bool, str]:
-    """ruff's isort order of the names one import brings: constants, classes, then the rest."""
-    return (not name.isupper(), not name[:1].isupper(), name)
-
-
-def all_key(name: str) -> tuple[int, tuple[tuple[int, int | str], ...]]:
-    """ruff's RUF022 order of `__all__`: constants, classes, then the rest, each in natural order."""
-    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
-    # Digits compare by value; identifier characters other than digits all sort after them.
-    return kind, tuple((0, int(run)) if run.isdigit() else (1, run) for run in re.findall(r"\d+|\D+", name))
+    block = [
+        "# isort: split",
+        f"from {mcp_models.MODULE} import {', '.join(shared)}",
+        f"__all__ = [{', '.join(json.dumps(name) for name in sorted(public))}]",
+    ]
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    at = end - sum(1 for i in dropped if i < end)
+    return "\n".join([*kept[:at], "", *block, "", *kept[at:]])
