@@ -183,7 +183,8 @@ def test_pre_commit_hooks() -> None:
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"openenv-gen-check", "openenv-gen-check-all"}
     for hook in hooks.values():
-        assert hook["entry"] == "openenv-gen check"
+        # Files outside any package (a README, a CI file) are passed too: skipped, not an error.
+        assert hook["entry"] == "openenv-gen check --skip-outside"
         assert hook["language"] == "python"
         assert {"name", "description"} <= hook.keys()
     assert hooks["openenv-gen-check"]["pass_filenames"] is True
@@ -194,16 +195,19 @@ def test_pre_commit_hooks() -> None:
 
 
 def test_the_hook_command_as_pre_commit_calls_it(repo: Path) -> None:
-    """pre-commit runs `openenv-gen check FILE...` from the repository root with changed files."""
+    """pre-commit runs the hook's entry, `openenv-gen check --skip-outside FILE...`, from the
+    repository root with the changed files."""
     changed = ["README.md", "packages/grid-openenv/grid_openenv/models.py", "packages/grid-openenv/CHANGELOG.md"]
     (repo / "README.md").write_text("top-level readme\n")
-    result = gen("check", *changed, cwd=repo)
+    result = gen("check", "--skip-outside", *changed, cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == "packages/grid-openenv: up to date\n"
     models = repo / changed[1]
     models.write_text(models.read_text().replace("str", "int", 1))
-    result = gen("check", *changed, cwd=repo)
+    result = gen("check", "--skip-outside", *changed, cwd=repo)
     assert result.returncode == 1
     assert "packages/grid-openenv: edited: grid_openenv/models.py" in result.stdout
     # Only the top-level file changed: no package to check.
-    assert gen("check", "README.md", cwd=repo).returncode == 0
+    assert gen("check", "--skip-outside", "README.md", cwd=repo).returncode == 0
+    # Without the option a file outside every package is a mistake, said in one line.
+    assert gen("check", "README.md", cwd=repo).returncode == 64

@@ -299,7 +299,7 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     assert Path(seen["runtime"]).resolve().as_posix().startswith(venv)
     assert (seen["taskset"], seen["env"], seen["tasks"]) == ("WordleTaskset", "WordleEnv", 1)
     assert seen["runtime_version"] == "0.1.0"
-    assert seen["requires"] == ["openenvgen-runtime<0.2,>=0.1.0"]
+    assert seen["requires"] == ["openenvgen-runtime<0.2,>=0.1.0", "verifiers<0.5,>=0.4"]
     assert seen["summary"].startswith("verifiers taskset for the OpenEnv environment openenv/wordle")
 
     # Again: every file is already there, nothing is uploaded, and that is a success.
@@ -522,7 +522,7 @@ def test_generated_wheel_metadata_is_complete(index: Index, sources: dict[str, P
     ]
     assert fields["License-Expression"] == ["Apache-2.0"]
     assert fields["Requires-Python"] == [">=3.11"]
-    assert fields["Requires-Dist"] == ["openenvgen-runtime<0.2,>=0.1.0"]
+    assert fields["Requires-Dist"] == ["openenvgen-runtime<0.2,>=0.1.0", "verifiers<0.5,>=0.4"]
     assert fields["Description-Content-Type"] == ["text/markdown"]
     assert fields["Project-URL"] == ["Environment, https://huggingface.co/spaces/openenv/wordle"]
     assert "Programming Language :: Python :: 3.11" in fields["Classifier"]
