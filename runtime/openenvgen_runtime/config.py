@@ -167,6 +167,21 @@ class AdapterConfig(vf.TasksetConfig):
         return [u.rstrip("/") for u in urls]
 
 
+def settings_from_pairs(pairs: list[str]) -> dict[str, Any]:
+    """Taskset settings from `--set KEY=VALUE` pairs (`play` and `doctor`): each value read as
+    JSON when it is JSON, else as a bare string; dashes in keys become underscores."""
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set max_invalid_actions=5")
+        try:
+            settings[key.replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key.replace("-", "_")] = value  # a bare string
+    return settings
+
+
 def default_resets(*resets: dict[str, Any]) -> Any:
     """A package's own `resets` default (its catalog's tasks), a fresh copy for each config:
     `resets: list[dict[str, Any]] = default_resets({...}, {...})`."""

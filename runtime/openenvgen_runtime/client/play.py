@@ -33,6 +33,7 @@ from typing import IO, Any, cast
 from verifiers.v1.agent import Segment
 from verifiers.v1.types import AssistantMessage, TextContentPart, ToolCall, ToolMessage, UserMessage
 
+from openenvgen_runtime.config import settings_from_pairs
 from openenvgen_runtime.episodes.episode import play as play_episode
 from openenvgen_runtime.episodes.taskset import AdapterEnv
 from openenvgen_runtime.fleet.pool import ServerPool
@@ -316,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, args.path)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s", stream=sys.stderr)
     try:
-        taskset = _settings(args.set)
+        taskset = settings_from_pairs(args.set)
         if args.base_url:
             taskset["base_url"] = args.base_url
         with contextlib.ExitStack() as stack:
@@ -330,19 +331,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"openenv-gen: error: {message}", file=sys.stderr)
         return 1
     return 0
-
-
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set max_invalid_actions=5")
-        try:
-            settings[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            settings[key.replace("-", "_")] = value  # a bare string
-    return settings
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from verifiers.v1 import TasksetConfig
 from verifiers.v1.utils.generic import concrete_type
 
+from openenvgen_runtime.config import settings_from_pairs
 from openenvgen_runtime.doctor import capacity as probes
 from openenvgen_runtime.doctor import judge
 from openenvgen_runtime.doctor.policy import Policy
@@ -226,19 +227,6 @@ async def _replays(
     return len(chosen), mismatches
 
 
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set {pair!r}: expected KEY=JSON")
-        try:
-            settings[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            settings[key.replace("-", "_")] = value
-    return settings
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m openenvgen_runtime.doctor", description=__doc__.split("\n\n")[0])
     p.add_argument("package_id")
@@ -275,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             progress=not args.no_progress,
         )
         taskset = find_taskset(args.package_id)
-        settings = _settings(args.set)
+        settings = settings_from_pairs(args.set)
         if args.base_url:
             settings["base_url"] = args.base_url
         config = make_config(taskset, settings)
