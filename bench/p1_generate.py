@@ -36,6 +36,7 @@ from openenvgen_testsupport.paths import OPENENV_GEN
 
 GEN_COLD = "openenv-gen wordle --out DIR (no caches)"
 DMCG = "datamodel-codegen (Wordle's action model)"
+GEN_SERIAL = "openenv-gen wordle --out DIR (no caches, OPENENV_GEN_WORKER=0)"
 GEN_WARM = "openenv-gen wordle --out DIR (model cache warm)"
 GEN_AGAIN = "openenv-gen wordle --out DIR (DIR already generated)"
 VERSION = "openenv-gen --version"
@@ -101,6 +102,7 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         "python -c pass": (lambda rep: [sys.executable, "-c", "pass"], compiled),
         VERSION: (lambda rep: [OPENENV_GEN, "--version"], compiled),
         GEN_COLD: (lambda rep: fresh(rep, "cold"), cold),
+        GEN_SERIAL: (lambda rep: fresh(rep, "serial"), {**cold, "OPENENV_GEN_WORKER": "0"}),
         DMCG: (lambda rep: datamodel_codegen_command(schema, work / f"dmcg-{rep}.py"), compiled),
         GEN_WARM: (lambda rep: fresh(rep, "warm"), warm),
         GEN_AGAIN: (lambda rep: [OPENENV_GEN, "wordle", "--out", str(work / "wordle-again")], warm),

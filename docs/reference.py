@@ -25,7 +25,7 @@ from typing import Any
 
 
 def cli_command() -> Any:
-    """The click command tree typer builds from `openenvgen.cli.app`."""
+    """The click command tree typer builds from `openenvgen.cli.tree`."""
     import typer.main
 
     from openenvgen.cli import app

@@ -5,9 +5,12 @@ server states in JSON, the schema normalisation and the model diff (`check`, `ch
 two (nor `openenvgen_servers`, which talks to the servers), and nothing besides the standard
 library and, for the doctor's report model alone, pydantic (which both of them already need).
 
-Layers: doctor_report, interface, mcp_models, normalise, schema_types < changes, docstrings < compatibility < modeldiff
+Layers: doctor_thresholds, interface, mcp_models, normalise, schema_types < doctor_report, changes, docstrings <
+    compatibility < modeldiff
 (each module imports only modules of layers left of its own)
 
+- `doctor_thresholds`: `Thresholds`, what the doctor's verdicts are judged by (read by the
+  CLI without the report's models).
 - `doctor_report`: `DoctorReport`, the versioned JSON document `openenv-gen doctor` reports
   (the runtime measures and writes it; the generator renders it).
 - `interface`: a `/schema` reply's interface parts and a `tools/list` reply's tools, read

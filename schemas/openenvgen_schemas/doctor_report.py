@@ -25,6 +25,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from openenvgen_schemas.doctor_thresholds import Thresholds as Thresholds
+
 SCHEMA_VERSION: Literal[1] = 1
 
 Verdict = Literal["pass", "warn", "fail"]
@@ -236,27 +238,6 @@ Check = Annotated[
     Field(discriminator="name"),
 ]
 CheckName = Literal["latency", "capacity", "session_release", "determinism", "rewards", "schema_fidelity", "episodes"]
-
-
-class Thresholds(_Frozen):
-    """What each verdict was judged by (`doctor`'s options override each; defaults here)."""
-
-    step_p95_warn_ms: float = 1_000.0
-    step_p95_fail_ms: float = 10_000.0
-    reset_p95_warn_ms: float = 5_000.0
-    reset_p95_fail_ms: float = 30_000.0
-    startup_warn_s: float = 60.0
-    min_capacity_warn: int = 4
-    """Fewer concurrent sessions than this on one server: warn (a run needs many servers)."""
-    release_wait_s: float = 30.0
-    """How long vanished clients' sessions may take to be freed before `session_release` fails."""
-    determinism_mismatches_fail: int = 1
-    non_finite_rewards_fail: int = 1
-    flat_groups_warn: float = 0.5
-    """The share of reward groups with zero variance (no GRPO signal) from which to warn."""
-    refused_valid_actions_fail: int = 1
-    invalid_observations_fail: int = 1
-    episode_error_rate_fail: float = 0.1
 
 
 class DoctorReport(_Frozen):

@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from openenvgen.cli.packages import located
-from openenvgen.doctor.report import exit_status, load_report, render_html, report_json, terminal_summary
 from openenvgen.errors import OutputError, SourceError, UsageError
-from openenvgen_schemas.doctor_report import Thresholds
+from openenvgen_schemas.doctor_thresholds import Thresholds
 
 RUNTIME_DOCTOR = "openenvgen_runtime.doctor"
 THRESHOLD_NAMES = tuple(Thresholds.model_fields)
@@ -94,6 +92,12 @@ def doctor(
             if code == 130:
                 raise typer.Exit(130)
             raise SourceError(f"doctor: {package} could not be measured (the runtime's doctor exited {code})")
+        # The renderer (the report's models, Jinja, the plots) only once there is a report:
+        # importing it with the command tree would slow every other command.
+        from rich.console import Console
+
+        from openenvgen.doctor.report import exit_status, load_report, render_html, report_json, terminal_summary
+
         report = load_report(out.read_bytes())
     if html is not None:
         _write(html, render_html(report))

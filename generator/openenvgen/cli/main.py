@@ -9,17 +9,31 @@ from __future__ import annotations
 
 import sys
 
-import typer
-
-from openenvgen.cli.app import app
-from openenvgen.cli.base import TyperClickException
-from openenvgen.errors import GenError, UsageError
+from openenvgen.cli.commands import generates
+from openenvgen.generation import codegen_worker
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    if generates(args):
+        # Before the command tree's imports: the model generator imports meanwhile (codegen_worker).
+        codegen_worker.start()
+    try:
+        _run(args)
+    finally:
+        codegen_worker.stop()  # one no generation took
+
+
+def _run(args: list[str]) -> None:
+    import typer
+
+    from openenvgen.cli.base import TyperClickException
+    from openenvgen.cli.tree import app
+    from openenvgen.errors import GenError, UsageError
+
     try:
         # Without standalone mode click *returns* a typer.Exit's code instead of exiting.
-        code = app(args=sys.argv[1:] or ["--help"], standalone_mode=False)
+        code = app(args=args or ["--help"], standalone_mode=False)
     except GenError as e:
         typer.echo(f"openenv-gen: error: {e}", err=True)
         sys.exit(e.exit_code)

@@ -1,37 +1,27 @@
-"""The command tree: the typer app, built from the command modules, each subcommand named
-once, here."""
+"""The command tree: the typer app, built from the command modules that `commands.COMMANDS`
+names, each subcommand named once, there."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from openenvgen import __version__
+from openenvgen.cli import commands
 from openenvgen.cli.base import Command, GenerateByDefault
-from openenvgen.cli.capture import capture
-from openenvgen.cli.check import check
-from openenvgen.cli.doctor import doctor
-from openenvgen.cli.generate import generate
-from openenvgen.cli.listing import list_envs
-from openenvgen.cli.play import play
-from openenvgen.cli.publish import publish
-from openenvgen.cli.regen import regen
 
-COMMANDS: dict[str, Callable[..., Any]] = {
-    "generate": generate,
-    "list": list_envs,
-    "check": check,
-    "regen": regen,
-    "publish": publish,
-    "capture": capture,
-    "play": play,
-    "doctor": doctor,
-}
-"""Every subcommand, by the name it is typed as, in the order help lists them. These names are
-never env names: `openenv-gen NAME` is `generate NAME` for any other first word, and
-`generate` refuses them (it reads them from this tree)."""
+
+def _function(target: str) -> Callable[..., Any]:
+    module, _, name = target.partition(":")
+    function: Callable[..., Any] = getattr(importlib.import_module(f"openenvgen.cli.{module}"), name)
+    return function
+
+
+COMMANDS: dict[str, Callable[..., Any]] = {name: _function(target) for name, target in commands.COMMANDS.items()}
+"""Every subcommand's function, by the name it is typed as (`commands.COMMANDS`, imported)."""
 
 
 def _version(value: bool) -> None:
