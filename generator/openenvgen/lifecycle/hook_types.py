@@ -61,6 +61,7 @@ from openenvgen.lifecycle.mypy_report import (
     name_fields,
     rel,
     run_mypy,
+    settled_missing_check,
     split_own,
     unreadable,
     write_config,
@@ -83,8 +84,9 @@ class HookTypes:
     findings: tuple[Finding, ...] = ()
     """mypy's errors that involve the models or hook APIs (each with its notes): they fail."""
     own: tuple[Finding, ...] = ()
-    """mypy's errors that remain with the models and hook APIs taken as `Any`: about the hooks'
-    own code, reported in the warning line only."""
+    """mypy's errors that do not change what the hooks do, reported in the warning line only:
+    those that remain with the models and hook APIs taken as `Any` (the hooks' own code), and
+    `is MISSING` checks of fields the models now always hold (`settled_missing_check`)."""
 
     @property
     def failed(self) -> bool:
@@ -180,9 +182,12 @@ def unchecked_line(results: Mapping[Path, HookTypes]) -> str | None:
         said.append(
             f"hooks not type-checked, mypy is not installed (pip install '{TYPECHECK_EXTRA}'): {', '.join(unchecked)}"
         )
-    own = [f"{root / f.path}:{f.line} [{f.code or f.message}]" for root, r in results.items() for f in errors(r.own)]
+    found = [(root, f) for root, r in results.items() for f in errors(r.own)]
+    own = [f"{root / f.path}:{f.line} [{f.code or f.message}]" for root, f in found if not settled_missing_check(f)]
     if own:
         said.append(f"mypy errors in hook code that involves no model or hook API, not counted: {', '.join(own)}")
+    if settled := [f"{root / f.path}:{f.line}" for root, f in found if settled_missing_check(f)]:
+        said.append(f"`is MISSING` checks of fields the models now always hold, not counted: {', '.join(settled)}")
     return "; ".join(said) or None
 
 

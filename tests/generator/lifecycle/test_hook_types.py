@@ -309,3 +309,33 @@ def test_constrained_numbers_are_typed_for_hooks(
         f'{pkg}: types: repl_openenv/custom.py:8: "int" has no attribute "upper"  [attr-defined]'
         " (reads field `iteration`)"
     ]
+
+
+def settled_capture(tmp_path: Path) -> Path:
+    """connect4's capture with `board` always present (required): the hooks' MISSING check of it is settled."""
+    capture = catalog.entries()["connect4"].interface().model_dump(by_alias=True, mode="json")
+    observation = capture["schema"]["observation"]
+    observation["required"] = sorted({*observation.get("required", []), "board"})
+    path = tmp_path / "connect4-board-always.json"
+    path.write_text(json.dumps(capture))
+    return path
+
+
+def test_a_missing_check_of_a_field_now_always_present_is_a_warning_as_regen_says_minor(
+    request: pytest.FixtureRequest, template: Path, tmp_path: Path, cache: dict[str, str]
+) -> None:
+    """`observation.board is MISSING` once `board` is always there: a dead branch that mypy's
+    `strict_equality` flags, but the hook runs as before; regen calls the change minor and
+    `check` agrees: one warning line, exit 0."""
+    needs_mypy(request)
+    pkg = with_hooks(template, tmp_path)
+    regen = run("regen", str(pkg), "--from-upstream", "--schema-file", str(settled_capture(tmp_path)), env=cache)
+    warning = (
+        "openenv-gen: warning: `is MISSING` checks of fields the models now always hold, not counted: "
+        f"{pkg / CUSTOM}:{BOARD_LINES[0]}\n"
+    )
+    assert regen.returncode == 0 and regen.stderr == warning, regen.stdout + regen.stderr
+    assert "check custom.py" not in regen.stdout
+    assert regen.stdout.splitlines()[0].endswith("0.1.0 → 0.2.0 (minor: 1 model change)"), regen.stdout
+    ok = run("check", str(pkg), env=cache)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, f"{pkg}: up to date\n", warning)
