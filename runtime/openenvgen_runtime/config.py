@@ -15,6 +15,8 @@ import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
 _RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_range(text: str | None) -> tuple[int | None, int | None]:
@@ -35,7 +37,15 @@ class AdapterConfig(vf.TasksetConfig):
     beside `base_url` is an error."""
     base_url: str | list[str] | None = None
     """Existing server(s) to use instead of launching `env`; a list spreads episodes over
-    a fleet run elsewhere."""
+    a fleet run elsewhere. `http(s)://` or `ws(s)://` URLs."""
+    base_url_headers: dict[str, str] = Field(default_factory=dict)
+    """Request headers for a `base_url` fleet, each value read from an environment variable
+    of this process: `{"Authorization": "FLEET_AUTH"}` sends `Authorization: $FLEET_AUTH` on
+    every request and WebSocket session (e.g. to a fleet behind an authenticating ingress).
+    A variable that is not set is a one-line error before any episode."""
+    ca_bundle: str | None = None
+    """A PEM file of the CA certificates that `https://`/`wss://` fleet servers are verified
+    against (instead of the system's)."""
     use_docker: bool = False
     """Launch `env` with OpenEnv's Docker provider instead of its UV provider."""
     use_swarm: bool = False
@@ -122,6 +132,21 @@ class AdapterConfig(vf.TasksetConfig):
             return [part.strip() for part in text.split(",") if part.strip()]
         return value
 
+    @field_validator("base_url_headers", mode="before")
+    @classmethod
+    def _header_names(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from the command line: a JSON object
+            value = json.loads(value)
+        for header, variable in (value or {}).items() if isinstance(value, dict) else ():
+            if not isinstance(header, str) or not _TOKEN.match(header):
+                raise ValueError(f"base_url_headers: {header!r} is not a header name")
+            if not isinstance(variable, str) or not _VARIABLE.match(variable):
+                raise ValueError(
+                    f"base_url_headers.{header}: {variable!r} is not an environment variable's name "
+                    "(the header's value is read from that variable, never written in the config)"
+                )
+        return value
+
     @field_validator("base_url", mode="before")
     @classmethod
     def _url_list(cls, value: Any) -> Any:
@@ -150,6 +175,8 @@ class AdapterConfig(vf.TasksetConfig):
             raise ValueError("set `env` (an OpenEnv env id to launch) or `base_url` (a running server)")
         if self.use_docker and self.use_swarm:
             raise ValueError("set `use_docker` or `use_swarm`, not both: a swarm already runs Docker containers")
+        if (self.base_url_headers or self.ca_bundle) and not self.base_url:
+            raise ValueError("`base_url_headers` and `ca_bundle` are for a `base_url` fleet: set `base_url` too")
         if self.split_range is not None and not self.split:
             raise ValueError("`split_range` picks tasks of a `split`: set `split` too")
         if self.split_range is not None:
@@ -164,7 +191,8 @@ class AdapterConfig(vf.TasksetConfig):
         if self.base_url is None:
             return []
         urls = [self.base_url] if isinstance(self.base_url, str) else list(self.base_url)
-        return [u.rstrip("/") for u in urls]
+        # A server's ws(s):// URL names the same server as its http(s):// one.
+        return [re.sub(r"^ws(s?)://", r"http\1://", u.rstrip("/"), flags=re.IGNORECASE) for u in urls]
 
 
 def settings_from_pairs(pairs: list[str]) -> dict[str, Any]:

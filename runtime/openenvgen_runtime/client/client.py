@@ -146,7 +146,7 @@ class Connection(Generic[ObservationT, ResetObservationT]):
             await pool.start()
             check_drift(pool.servers, self._taskset.SNAPSHOT, self._config.on_drift)
             server = pool.servers[0]
-            client = self._client = session_client(self._config, server.url)
+            client = self._client = session_client(self._config, await pool.session_url(server))
             await client.connect()
         except BaseException:
             await self._close()

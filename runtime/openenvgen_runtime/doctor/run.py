@@ -136,15 +136,16 @@ async def diagnose(taskset: type[AdapterTaskset], config: Any, options: Options)
             models = Models(reset=taskset.RESET_OBSERVATION_MODEL, step=taskset.OBSERVATION_MODEL)
             groups = max(1, math.ceil(options.episodes / options.group_size))
             chosen = doctor_tasks(await tasks.plan(config, mcp=taskset.IS_MCP), groups)
-            measured = await _episodes(server.url, chosen, policy, models, options, bar)
-            pairs, mismatches = await _replays(server.url, measured.plays, policy, models, options, bar)
+            url = await pool.session_url(server)  # its loopback relay, when it needs headers or TLS
+            measured = await _episodes(url, chosen, policy, models, options, bar)
+            pairs, mismatches = await _replays(url, measured.plays, policy, models, options, bar)
             stage = bar.stage("session capacity", 2)
             capacity = await probes.probe_capacity(
-                server.url, chosen[0].reset, bound=options.capacity_bound, timeout=options.timeout
+                url, chosen[0].reset, bound=options.capacity_bound, timeout=options.timeout
             )
             bar.progress.update(stage, advance=1, description="session release")
             release = await probes.probe_release(
-                server.url,
+                url,
                 chosen[0].reset,
                 capacity=capacity.capacity,
                 wait=options.thresholds.release_wait_s,

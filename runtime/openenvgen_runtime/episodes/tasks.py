@@ -33,7 +33,9 @@ from typing import Any, TypeVar
 
 import httpx
 
+from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.config import parse_range
+from openenvgen_runtime.launching.servers import fleet_access
 
 _T = TypeVar("_T")
 
@@ -77,11 +79,18 @@ def split_tasks(label: str, found: SplitTasks, common: dict[str, Any] | None = N
     ]
 
 
-async def server_name(base_url: str, *, timeout: float = 10.0) -> str:
+def _client(timeout: float, access: ServerAccess | None) -> httpx.AsyncClient:
+    """An HTTP client for a server's Task API, carrying `access`'s headers and TLS trust."""
+    if access is None:
+        return httpx.AsyncClient(timeout=timeout, trust_env=False)
+    return httpx.AsyncClient(timeout=timeout, trust_env=False, auth=access, verify=access.ssl_context)
+
+
+async def server_name(base_url: str, *, timeout: float = 10.0, access: ServerAccess | None = None) -> str:
     """The env's name from the server's `/metadata`."""
     url = base_url.rstrip("/")
     try:
-        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+        async with _client(timeout, access) as http:
             response = await http.get(f"{url}/metadata")
             response.raise_for_status()
             name = response.json().get("name")
@@ -92,11 +101,18 @@ async def server_name(base_url: str, *, timeout: float = 10.0) -> str:
     return name
 
 
-async def read_split(base_url: str, split: str, *, split_range: str | None = None, timeout: float = 10.0) -> SplitTasks:
+async def read_split(
+    base_url: str,
+    split: str,
+    *,
+    split_range: str | None = None,
+    timeout: float = 10.0,
+    access: ServerAccess | None = None,
+) -> SplitTasks:
     """Count `split`'s tasks with the env's Task API and take `split_range` of them."""
     url = base_url.rstrip("/")
     start, stop = parse_range(split_range)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
+    async with _client(timeout, access) as http:
         listed = await _request(http, "GET", f"{url}/list_environments")
         if listed.status_code in (404, 405, 501):
             raise TaskApiError(
@@ -161,7 +177,7 @@ async def task_label(config: Any) -> str:
     """What names a run's tasks: the env id, else the `/metadata` name of the first server."""
     if config.env:
         return str(config.env)
-    return await server_name(config.base_urls[0])
+    return await server_name(config.base_urls[0], access=fleet_access(config))
 
 
 async def plan(config: Any, *, mcp: bool, resets: list[dict[str, Any]] | None = None) -> list[TaskSpec]:
@@ -180,14 +196,16 @@ async def plan(config: Any, *, mcp: bool, resets: list[dict[str, Any]] | None = 
         raise TaskApiError("with `split`, the tasks come from the env's Task API: give at most one `resets` entry")
     common = resets[0] if resets else {}
     if urls:
-        found = await read_split(urls[0], config.split, split_range=config.split_range)
+        found = await read_split(urls[0], config.split, split_range=config.split_range, access=fleet_access(config))
     else:
         from openenvgen_runtime.fleet.pool import ServerPool
 
         pool = ServerPool(config, mcp=mcp)
         try:
             await pool.start()
-            found = await read_split(pool.servers[0].url, config.split, split_range=config.split_range)
+            found = await read_split(
+                pool.servers[0].url, config.split, split_range=config.split_range, access=pool.access
+            )
         finally:
             await pool.stop()
     return split_tasks(label or found.env_name, found, common)

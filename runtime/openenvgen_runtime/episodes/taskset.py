@@ -264,6 +264,8 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
                 hidden_fields=[*config.hidden_fields, *sorted(extension.hidden_fields)],
                 max_media_bytes=config.max_media_bytes,
                 asset_base_url=server.url,
+                asset_auth=server.access,
+                asset_verify=server.access.ssl_context if server.access is not None else True,
             )
         return view
 

@@ -32,6 +32,8 @@ from typing import Any
 
 import httpx
 
+from openenvgen_runtime.access.origins import ServerAccess
+from openenvgen_runtime.access.relay import SessionRelays
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.fleet import health
 from openenvgen_runtime.fleet.fleet import Fleet
@@ -39,7 +41,7 @@ from openenvgen_runtime.fleet.watch import HealthWatch
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.launch import Launcher
 from openenvgen_runtime.launching.openenv_import import openenv_module
-from openenvgen_runtime.launching.servers import Server, describe, fleet_urls
+from openenvgen_runtime.launching.servers import Server, describe, fleet_access, fleet_urls
 from openenvgen_runtime.turn.replies import EnvLost, ReplyLimits, judged_client_class, protocol_failure
 
 logger = logging.getLogger(__name__)
@@ -79,6 +81,10 @@ class ServerPool:
         self.launcher = Launcher(config, mcp=mcp)
         self._watch: HealthWatch | None = None
         self._http: httpx.AsyncClient | None = None
+        self.access: ServerAccess = self.launcher.access
+        """What every request to a server carries (`base_url_headers`, a Swarm launch's
+        secret) and the TLS trust: set on the pool's HTTP client and its session relays."""
+        self._relays: SessionRelays | None = None
 
     @property
     def servers(self) -> list[Server]:
@@ -88,11 +94,17 @@ class ServerPool:
     async def start(self) -> None:
         """Reach every given server, or launch the first one (every replica, for a
         swarm); failures surface here, before any episode starts."""
-        http = self._http = httpx.AsyncClient(trust_env=False, timeout=HTTP_TIMEOUT)
+        if self.config.base_urls:
+            self.access = fleet_access(self.config)
+        access = self.access
+        http = self._http = httpx.AsyncClient(
+            trust_env=False, timeout=HTTP_TIMEOUT, auth=access, verify=access.ssl_context
+        )
+        self._relays = SessionRelays(access, timeout=self.config.reply_timeout)
         # Off the event loop and before any episode: the import takes seconds.
         await asyncio.to_thread(openenv_module, CLIENT_MODULE)
         if self.config.base_urls:
-            servers = [Server(url=url) for url in fleet_urls(self.config.base_urls)]
+            servers = [Server(url=url, access=access) for url in fleet_urls(self.config.base_urls)]
             await asyncio.gather(*(describe(http, s, mcp=self.mcp) for s in servers))
             self.fleet.servers.extend(servers)
         else:
@@ -119,6 +131,16 @@ class ServerPool:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._relays is not None:
+            await self._relays.close()
+            self._relays = None
+
+    async def session_url(self, server: Server) -> str:
+        """The URL OpenEnv's client opens a session on to reach `server`: its own, or its
+        loopback relay's when it needs headers or TLS (see `access.relay`)."""
+        if self._relays is None:
+            return server.url
+        return await self._relays.session_url(server.url)
 
     @contextlib.asynccontextmanager
     async def session(self, reset_kwargs: dict[str, Any]) -> AsyncIterator[tuple[Server, Any, Any]]:
@@ -131,7 +153,7 @@ class ServerPool:
         timeout = self.config.reply_timeout
         while True:
             server = await self._reserve()
-            client = session_client(self.config, server.url)
+            client = session_client(self.config, await self.session_url(server))
             try:
                 result = await client.reset(**reset_kwargs)
                 break

@@ -137,7 +137,7 @@ class HealthWatch:
         known = {s.url for s in fleet.servers}
         fresh = []
         for url in sorted(urls - known):
-            server = Server(url=url, provider=provider)
+            server = self.launcher.server(url, provider)
             if await health_async(self.http, url) is None:
                 with contextlib.suppress(LaunchError):
                     await describe(self.http, server, mcp=self.launcher.mcp)

@@ -1,13 +1,14 @@
 """Launching env servers: OpenEnv's providers (UV, Docker, Swarm), their health, and cleanup.
 
-Layer 1 (after `config`, `mcp_models`, `turn`): may import `config` and `turn`.
+Layer 1 (after `config`, `mcp_models`, `turn`, `access`): may import `config`, `turn` and `access`.
 
 `launch.Launcher` starts one server per call through a launch mode's provider (`uv_provider`,
 `docker_provider`, `swarm_provider`, imported only when that mode runs, each seen as a
 `provider.Provider`), waits for `/health` and reads its interface (`servers`); `reaper`
-removes containers a dead run left; `openenv_import` imports OpenEnv without its web UI;
+removes containers a dead run left; `swarm_gate` puts an access gate in front of each
+Swarm replica (a per-launch secret that only the run holds); `openenv_import` imports OpenEnv without its web UI;
 `process_hooks` prints a launch failure as one line; `errors.LaunchError` is the one error.
 
 Layers: errors, openenv_import, provider < docker_cli, process_hooks, servers, uv_provider <
-docker_provider, reaper, swarm_provider < launch
+docker_provider, reaper, swarm_gate < swarm_provider < launch
 """

@@ -26,10 +26,11 @@ from typing import Any
 
 import httpx
 
+from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.config import AdapterConfig
 from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, RUNTIME_LABEL, require_docker
 from openenvgen_runtime.launching.errors import LaunchError
-from openenvgen_runtime.launching.provider import Provider, ReplicatedProvider
+from openenvgen_runtime.launching.provider import GatedProvider, Provider, ReplicatedProvider
 from openenvgen_runtime.launching.reaper import Reaper
 from openenvgen_runtime.launching.servers import Server, describe
 from openenvgen_servers.environment import missing
@@ -131,6 +132,8 @@ class Launcher:
         """Every provider made and not yet stopped, including ones still starting."""
         self._reaper: Reaper | None = None
         self._checked = False
+        self.access = ServerAccess()
+        """What requests to the launched servers carry: a Swarm launch's secret, by replica."""
 
     @property
     def mode(self) -> str:
@@ -206,7 +209,7 @@ class Launcher:
             urls = await asyncio.to_thread(provider.launch)
             if isinstance(provider, ReplicatedProvider):
                 urls = await self._wait_for_replicas(provider, started + timeout)
-            servers = [Server(url=url, provider=provider) for url in urls]
+            servers = [self.server(url, provider) for url in urls]
             for server in servers:
                 await self._wait_ready(http, server.url, provider, started + timeout)
             await asyncio.gather(*(describe(http, s, mcp=self.mcp) for s in servers))
@@ -215,6 +218,13 @@ class Launcher:
             raise
         logger.info("%s ready in %.0f s at %s", what, time.monotonic() - started, ", ".join(urls))
         return servers
+
+    def server(self, url: str, provider: Provider) -> Server:
+        """A server `provider` launched at `url`; requests to it carry the provider's headers
+        (a Swarm replica's secret) from now on."""
+        if isinstance(provider, GatedProvider):
+            self.access.admit(url, provider.request_headers())
+        return Server(url=url, provider=provider, access=self.access)
 
     def _failed_to_start(self, provider: Provider, reason: str) -> LaunchError:
         """Blocking (it may ask Docker for the log): the one-line error, then the log tail."""

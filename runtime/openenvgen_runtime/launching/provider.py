@@ -44,3 +44,12 @@ class ReplicatedProvider(Provider, Protocol):
     def failure(self) -> str | None:
         """Why replicas cannot start (no such image, no node fits), or None."""
         ...
+
+
+@runtime_checkable
+class GatedProvider(Provider, Protocol):
+    """A provider whose servers admit only requests that carry its headers (Swarm's gate)."""
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers every request to one of its servers must carry (secret values)."""
+        ...

@@ -2,7 +2,8 @@
 
 A small watcher process per run waits for its parent to end (however it ends, SIGKILL
 included) and then removes every container and Swarm service carrying the run's owner
-label. A normal stop closes it, which runs the same sweep.
+label, then the Swarm secrets and configs carrying it (a Swarm launch's access secret and
+gate program). A normal stop closes it, which runs the same sweep.
 
 Run as `python -m openenvgen_runtime.launching.reaper OWNER`, it is that watcher.
 """
@@ -19,7 +20,8 @@ from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, docker
 
 
 def remove_owned(owner: str, wait: float = 30.0) -> None:
-    """Remove every service and container labelled with `owner`; wait for them to go."""
+    """Remove every service and container labelled with `owner`; wait for them to go; then
+    the secrets and configs labelled with it."""
     selector = f"label={OWNER_LABEL}={owner}"
     services = docker("service", "ls", "-q", "--filter", selector).stdout.split()
     if services:
@@ -31,10 +33,14 @@ def remove_owned(owner: str, wait: float = 30.0) -> None:
             docker("rm", "-f", *containers)
         # A removed service's task containers are taken down by the swarm shortly after.
         if not containers and not docker("service", "ls", "-q", "--filter", selector).stdout.split():
-            return
+            break
         if time.monotonic() > deadline:
-            return
+            break
         time.sleep(0.5)
+    for kind in ("secret", "config"):  # once no service uses them; none outside a swarm
+        owned = docker(kind, "ls", "-q", "--filter", selector).stdout.split()
+        if owned:
+            docker(kind, "rm", *owned)
 
 
 class Reaper:

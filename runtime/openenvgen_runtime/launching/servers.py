@@ -1,6 +1,7 @@
 """One env server as the pool holds it: where it is, what it serves, how loaded and healthy it is.
 
-A server is either given (a `base_url` of the run's fleet, checked by `fleet_urls`) or
+A server is either given (a `base_url` of the run's fleet, checked by `fleet_urls`, reached
+with the headers and TLS trust of `fleet_access`) or
 launched (its `provider` owns the process, container or Swarm service). Its `/schema` and,
 for MCP envs, its tool list are read once (`describe`), through the wire format shared
 with the generator. An MCP union (a union action with openenv's `CallToolAction` among its
@@ -16,12 +17,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from openenvgen_runtime.access.origins import AccessError, ServerAccess, headers_from_environment, tls_context
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import Provider
 from openenvgen_schemas.modeldiff import is_mcp_action
 from openenvgen_servers.wire import WireError, read_interface_async, read_tools_async
 
-if TYPE_CHECKING:  # annotations only: `observations` imports verifiers, which a server does not need
+if TYPE_CHECKING:  # annotations only: `observations` and `config` import verifiers, which a server does not need
+    from openenvgen_runtime.config import AdapterConfig
     from openenvgen_runtime.turn.actions import ActionSpace
     from openenvgen_runtime.turn.observations import ObservationView
 
@@ -47,11 +50,27 @@ class Server:
     """The taskset's ObservationView for this server (its assets), built on first use."""
     down: str | None = None
     """Why the server gets no new episodes; None while it is healthy."""
+    access: ServerAccess | None = field(default=None, repr=False)
+    """What requests to it carry (headers, TLS trust): its pool's `ServerAccess`."""
 
     @property
     def has_room(self) -> bool:
         """Healthy, with a session slot free as far as is known."""
         return self.down is None and (self.capacity is None or self.active < self.capacity)
+
+
+def fleet_access(config: AdapterConfig) -> ServerAccess:
+    """What requests to a `base_url` fleet carry: `base_url_headers` (values from this
+    process's environment) and `ca_bundle`'s trust; one-line LaunchErrors for a variable
+    not set or a CA bundle that cannot be read."""
+    try:
+        access = ServerAccess(tls_context(config.ca_bundle))
+        headers = headers_from_environment(config.base_url_headers)
+    except AccessError as e:
+        raise LaunchError(str(e)) from None
+    for url in fleet_urls(config.base_urls):
+        access.admit(url, headers)
+    return access
 
 
 def fleet_urls(urls: list[str]) -> list[str]:

@@ -3,12 +3,16 @@
 `SwarmService` is OpenEnv's `DockerSwarmProvider` with one change to how the service is
 published: instead of one port on Swarm's routing mesh (which hands each connection to
 some replica, so no replica's session capacity can be learnt), every replica publishes
-port 8000 on its own node port (`mode=host`, port chosen by Docker). The pool then
+its access gate's port on its own node port (`mode=host`, port chosen by Docker): the
+gate (`swarm_gate`) admits only requests that carry the launch's secret, which Swarm
+delivers to the replicas as a Swarm secret, and runs the image's own command behind it
+on the container's port 8000, unpublished. The pool then
 addresses each replica as a server of its own, spreading episodes over them and learning
 each one's capacity, wherever the swarm placed it. Swarm replaces a replica that dies;
 `replicas()` lists the ones running now. Labels go on the service and its containers,
-so the run's reaper removes them on every path. A replica's environment is `env_vars` and
-the `pass_env` names alone (`--env NAME`, the value read by the docker CLI).
+and on the launch's secret and gate config, so the run's reaper removes them on every
+path. A replica's environment is `env_vars` and the `pass_env` names alone (`--env NAME`,
+the value read by the docker CLI).
 
 The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
 runtime never initialises one behind the user's back. Importing this module imports
@@ -28,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, image_command
 from openenvgen_servers.environment import container_env_args
 
-SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints", "command")
+SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
@@ -51,6 +56,7 @@ class SwarmService(DockerSwarmProvider):
         env_vars: dict[str, str] | None = None,
         pass_env: Sequence[str] = (),
         overlay_network: str | None = None,
+        server_command: Sequence[str] = (),
         **service_options: Any,
     ) -> None:
         # RuntimeError when no Docker answers or no swarm is active; creates the overlay network.
@@ -63,6 +69,9 @@ class SwarmService(DockerSwarmProvider):
         self.network = overlay_network
         self.service_options = service_options
         self.service_name: str | None = None
+        self.server_command = list(server_command)
+        """What each replica's gate starts: the image's Entrypoint and Cmd (or `command`)."""
+        self.gate = SwarmGate(labels)
 
     def start_container(
         self,
@@ -74,14 +83,15 @@ class SwarmService(DockerSwarmProvider):
         cpu_limit: float | str | None = None,
         memory_limit: str | None = None,
         constraints: list[str] | None = None,
-        command: list[str] | str | None = None,
         **_: Any,
     ) -> str:
         """Create the service (not waiting for its replicas); returns its name, as its
         replicas have a base URL each (see `replicas`)."""
         name = f"{image.split('/')[-1].split(':')[0]}-swarm-{uuid.uuid4().hex[:12]}"
+        self.gate.create()
+        gate_options, gate_command = self.gate.service_args(self.server_command)
         cmd = ["docker", "service", "create", "--detach", "--name", name]
-        cmd += ["--replicas", str(max(1, replicas)), "--publish", "mode=host,target=8000"]
+        cmd += ["--replicas", str(max(1, replicas)), *gate_options]
         cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
         if self.network:
             cmd += ["--network", self.network]
@@ -93,10 +103,10 @@ class SwarmService(DockerSwarmProvider):
         for constraint in constraints or ():
             cmd += ["--constraint", constraint]
         cmd.append(image)
-        if command:
-            cmd += command.split() if isinstance(command, str) else list(command)
+        cmd += gate_command
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
+            self.gate.remove()
             raise LaunchError(f"use_swarm: `docker service create` failed: {last_line(result.stderr)}")
         self.service_name = name
         return name
@@ -113,6 +123,7 @@ class SwarmService(DockerSwarmProvider):
                 selector = f"label=com.docker.swarm.service.name={name}"
                 while docker("ps", "-aq", "--filter", selector).stdout.split() and time.monotonic() < deadline:
                     time.sleep(0.5)
+        self.gate.remove()
         self.service_name = None
 
     def task_states(self) -> list[dict[str, Any]]:
@@ -140,7 +151,7 @@ class SwarmService(DockerSwarmProvider):
             status = task.get("Status", {})
             if status.get("State") != "running" or task.get("DesiredState") != "running":
                 continue
-            ports = [p for p in (status.get("PortStatus", {}).get("Ports") or []) if p.get("TargetPort") == 8000]
+            ports = [p for p in (status.get("PortStatus", {}).get("Ports") or []) if p.get("TargetPort") == GATE_PORT]
             if not ports:
                 continue
             node = task.get("NodeID", "")
@@ -149,6 +160,10 @@ class SwarmService(DockerSwarmProvider):
                 addresses[node] = "127.0.0.1" if addr in {"", "0.0.0.0"} else addr
             urls.append(f"http://{addresses[node]}:{ports[0]['PublishedPort']}")
         return sorted(set(urls))
+
+    def request_headers(self) -> dict[str, str]:
+        """What every request to a replica carries: the launch's secret (see `swarm_gate`)."""
+        return self.gate.request_headers()
 
     def failure(self) -> str | None:
         """The swarm's reason when replicas cannot start (no such image, no node fits)."""
@@ -180,10 +195,9 @@ def provider_for(
     image: str, options: dict[str, Any], *, labels: dict[str, str], replicas: int, timeout: float
 ) -> SwarmService:
     """A Swarm service for `image`, not created yet; one-line LaunchErrors for an engine
-    outside a swarm or a worker node. The image is not pulled here: the nodes that run the
-    replicas pull it (on a cluster, from a registry), not the manager the eval talks to,
-    which may be drained and never hold it; an image no node can pull is a rejected task,
-    named by `failure()`."""
+    outside a swarm or a worker node. The image's command is read here, for the gate to
+    start it: from the manager's copy of the image, pulled first when the manager has none
+    (the nodes that run the replicas pull it themselves, on a cluster from a registry)."""
     state = docker("info", "--format", "{{.Swarm.LocalNodeState}}").stdout.strip() or "unknown"
     if state != "active":
         raise LaunchError(
@@ -194,6 +208,7 @@ def provider_for(
     if manager != "true":
         raise LaunchError("use_swarm: this Docker engine is a swarm worker; run the eval on a manager node")
     service_options = {k: v for k, v in options.items() if k in SERVICE_OPTIONS}
+    server_command = image_command(image, options.get("command"), timeout=timeout)
     try:
         return SwarmService(
             image,
@@ -202,6 +217,7 @@ def provider_for(
             env_vars=options.get("env_vars"),
             pass_env=options.get("pass_env", ()),
             overlay_network=options.get("overlay_network"),
+            server_command=server_command,
             **service_options,
         )
     except RuntimeError as e:

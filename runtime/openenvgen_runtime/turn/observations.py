@@ -38,6 +38,7 @@ import contextlib
 import json
 import math
 import re
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,6 +131,10 @@ class ObservationView:
     """Largest image or audio attachment, in bytes."""
     asset_base_url: str | None = None
     """The env server's base URL, for fields whose name ends in `asset_path`."""
+    asset_auth: httpx.Auth | None = field(default=None, repr=False)
+    """What an asset request carries (the server's headers: its pool's `ServerAccess`)."""
+    asset_verify: ssl.SSLContext | bool = field(default=True, repr=False)
+    """The TLS trust of an `https://` server's assets."""
     timeout: float = 30.0
     _hidden: tuple[tuple[str, ...], ...] = field(init=False, repr=False)
 
@@ -164,7 +169,11 @@ class ObservationView:
             http: httpx.AsyncClient | None = None
             for path, value, source in found:
                 if source == ASSET_SUFFIX and http is None:
-                    http = await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout, trust_env=False))
+                    http = await stack.enter_async_context(
+                        httpx.AsyncClient(
+                            timeout=self.timeout, trust_env=False, auth=self.asset_auth, verify=self.asset_verify
+                        )
+                    )
                 item = await self._load(path, value, source, http)
                 media.append(item)
                 notes[path] = item.note(len(media))

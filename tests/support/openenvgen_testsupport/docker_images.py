@@ -209,18 +209,19 @@ def env_image() -> str:
 
 
 def ours(kind: str, label: str) -> list[str]:
-    """IDs of containers (`kind="container"`) or services (`"service"`) carrying `label`."""
+    """IDs of containers (`kind="container"`), services (`"service"`), Swarm secrets
+    (`"secret"`) or Swarm configs (`"config"`) carrying `label` (none outside a swarm)."""
     if kind == "container":
         out = docker("ps", "-a", "-q", "--filter", f"label={label}", check=False).stdout
     else:
-        out = docker("service", "ls", "-q", "--filter", f"label={label}", check=False).stdout
+        out = docker(kind, "ls", "-q", "--filter", f"label={label}", check=False).stdout
     return out.split()
 
 
 def labelled(token: str) -> list[str]:
-    """IDs of the services and containers carrying one test's label value (TEST_LABEL)."""
+    """IDs of the services, containers, secrets and configs carrying one test's label value (TEST_LABEL)."""
     selector = f"{TEST_LABEL}={token}"
-    return ours("service", selector) + ours("container", selector)
+    return [item for kind in ("service", "container", "secret", "config") for item in ours(kind, selector)]
 
 
 def remove_labelled(token: str) -> None:
@@ -233,6 +234,10 @@ def remove_labelled(token: str) -> None:
     containers = ours("container", selector)
     if containers:
         docker("rm", "-f", *containers, check=False)
+    for kind in ("secret", "config"):  # once no service uses them
+        items = ours(kind, selector)
+        if items:
+            docker(kind, "rm", *items, check=False)
 
 
 def swarm_state() -> str:
@@ -275,6 +280,8 @@ def host_state(label: str) -> dict[str, object]:
         "interfaces": sorted(n for n in os.listdir("/sys/class/net") if n.startswith("docker")),
         "containers": sorted(ours("container", label)),
         "services": sorted(ours("service", label)),
+        "secrets": sorted(ours("secret", label)),
+        "configs": sorted(ours("config", label)),
     }
 
 

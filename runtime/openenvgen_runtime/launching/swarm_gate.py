@@ -1,0 +1,115 @@
+"""The access gate in front of every Swarm replica: only the run that launched it may use it.
+
+A replica is published on its node's interfaces, where anyone who reaches the node could
+open sessions. So each launch makes a random secret, hands it to Swarm as a Swarm secret
+(`docker secret create`, the value on stdin: never on a command line, in the service's
+spec or in a log), and ships the gate program (`openenvgen_runtime.access.gate`, standard
+library only) as a Swarm config, so both reach every node that runs a replica. Each
+replica runs the gate with the image's own `python3`: the gate starts the image's own
+command (its Entrypoint and Cmd, read from the image, or `provider_kwargs.command` for the
+Cmd) serving on the container's port 8000, and publishes only its own port, `GATE_PORT`,
+where it requires `Authorization: Bearer SECRET` on every connection but an open `GET
+/health`. The runtime presents the secret (`request_headers`) on its HTTP requests and,
+through its loopback session relay, on each WebSocket session.
+
+The secret and the config carry the run's labels, so the run's reaper removes them with
+the service however the run ends; `remove` removes them on a normal stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import subprocess
+import uuid
+from importlib import resources
+
+from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
+from openenvgen_runtime.launching.errors import LaunchError
+
+GATE_PORT = 18000
+"""The port a replica publishes: its gate's (the server's own 8000 stays unpublished)."""
+SERVER_PORT = 8000
+"""Where the image's command serves, inside the container."""
+SECRET_FILE = "/run/secrets/openenvgen-access"
+GATE_FILE = "/openenvgen-gate.py"
+
+
+def gate_program() -> bytes:
+    """The gate's source, as shipped to the replicas."""
+    return resources.files("openenvgen_runtime.access").joinpath("gate.py").read_bytes()
+
+
+def image_command(image: str, command: list[str] | str | None, *, timeout: float) -> list[str]:
+    """The command a container of `image` runs: its Entrypoint, then `command` or its Cmd.
+    Read from this engine's copy of the image, pulled first when it has none."""
+    ensure_image(image, mode="use_swarm", timeout=timeout)
+    inspected = docker("image", "inspect", "--format", "{{json .Config}}", image)
+    if inspected.returncode != 0:
+        raise LaunchError(f"use_swarm: cannot read the command of image {image}: {last_line(inspected.stderr)}")
+    config = json.loads(inspected.stdout) or {}
+    entrypoint = list(config.get("Entrypoint") or [])
+    cmd = (command.split() if isinstance(command, str) else list(command)) if command else config.get("Cmd") or []
+    if not entrypoint and not cmd:
+        raise LaunchError(f"use_swarm: image {image} has no command to run (no Entrypoint or Cmd; set `command`)")
+    return entrypoint + list(cmd)
+
+
+class SwarmGate:
+    """One launch's secret and gate config in the swarm, and the service arguments that use them."""
+
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.name = f"openenvgen-{uuid.uuid4().hex[:12]}"
+        """What the secret (NAME-access) and the config (NAME-gate) are named after."""
+        self.labels = labels
+        self._token = secrets.token_urlsafe(32)
+        self._made: list[tuple[str, str]] = []
+
+    def __repr__(self) -> str:  # never the token
+        return f"SwarmGate({self.name!r})"
+
+    def request_headers(self) -> dict[str, str]:
+        """What a request to a replica must carry."""
+        return {"Authorization": f"Bearer {self._token}"}
+
+    def create(self) -> None:
+        """Make the secret and the gate's config in the swarm (one-line LaunchErrors)."""
+        self._create("secret", f"{self.name}-access", self._token.encode())
+        self._create("config", f"{self.name}-gate", gate_program())
+
+    def _create(self, kind: str, name: str, content: bytes) -> None:
+        made = subprocess.run(
+            ["docker", kind, "create", *label_args("--label", self.labels), name, "-"],
+            input=content,
+            capture_output=True,
+            timeout=60,
+        )
+        if made.returncode != 0:
+            self.remove()
+            error = last_line(made.stderr.decode(errors="replace"))
+            raise LaunchError(f"use_swarm: `docker {kind} create` failed: {error}")
+        self._made.append((kind, name))
+
+    def service_args(self, server_command: list[str]) -> tuple[list[str], list[str]]:
+        """(`docker service create` options, the command after the image): the gate
+        mounted and run in front of `server_command`, only the gate's port published."""
+        options = [
+            "--publish",
+            f"mode=host,target={GATE_PORT}",
+            "--secret",
+            f"source={self.name}-access,target={SECRET_FILE.rsplit('/', 1)[1]},mode=0444",
+            "--config",
+            f"source={self.name}-gate,target={GATE_FILE},mode=0444",
+            "--entrypoint",
+            "python3",
+        ]
+        gate = ["-I", GATE_FILE, "--secret-file", SECRET_FILE, "--listen", str(GATE_PORT)]
+        return options, [*gate, "--upstream", str(SERVER_PORT), "--", *server_command]
+
+    def remove(self) -> None:
+        """Remove the secret and config made (once no service uses them)."""
+        made, self._made = self._made, []
+        for kind, name in made:
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                docker(kind, "rm", name, timeout=60)
