@@ -27,7 +27,9 @@ from openenvgen_testsupport.skips import DOCKER_MARKERS, REQUIRE_DOCKER, skip_lo
 
 _DOCKER_PROBLEM = pytest.StashKey[tuple[str | None]]()
 _NOTES_KEY = "openenvgen_summary_notes"
-DOCKER_MODULES = frozenset({"tests/e2e/test_docker.py", "tests/e2e/test_swarm.py", "tests/e2e/test_multinode.py"})
+DOCKER_MODULES = frozenset(
+    {"tests/e2e/test_docker.py", "tests/e2e/test_sandbox.py", "tests/e2e/test_swarm.py", "tests/e2e/test_multinode.py"}
+)
 """Test modules that drive Docker for all their tests: one unit of work on one xdist worker."""
 
 

@@ -52,10 +52,20 @@ class Sandbox:
         return f"sandboxed on {on}, {net}"
 
 
+SHIM_CAPABILITIES = ("SETUID", "SETGID", "DAC_OVERRIDE")
+"""What the shim of a network-less container holds (as the container's root) to create its
+socket in the host's private folder and become `USER`; the server it starts holds none."""
+
+
 def hardening_args(sandbox: Sandbox, cli: Literal["run", "service"]) -> list[str]:
     """The hardening as `docker run` (`cli="run"`) or `docker service create` arguments."""
     tmpfs = f"{SCRATCH}:rw,nosuid,nodev,size={sandbox.scratch}"
-    args = ["--user", USER, "--cap-drop", "ALL", "--read-only"]
+    args = ["--cap-drop", "ALL", "--read-only"]
+    if cli == "run" and sandbox.isolated:
+        # The shim (`isolated`) starts as root with these alone and runs the server as USER.
+        args += ["--user", "0:0", *(arg for cap in SHIM_CAPABILITIES for arg in ("--cap-add", cap))]
+    else:
+        args += ["--user", USER]
     if cli == "run":
         args += ["--security-opt", "no-new-privileges", "--tmpfs", tmpfs]
         args += ["--memory", sandbox.memory, "--memory-swap", sandbox.memory]

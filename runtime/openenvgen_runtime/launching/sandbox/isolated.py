@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from openenvgen_runtime.launching.docker_cli import docker, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox import shim
+from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
 
 PYTHON = "python3"
@@ -47,11 +47,10 @@ class Isolated:
     def __init__(self, command: list[str]) -> None:
         self.command = command
         self.folder = Path(tempfile.mkdtemp(prefix="openenvgen-sandbox-"))
-        # The container's user (nobody) creates the socket here; the folder above it is
-        # ours alone (mkdtemp's 0700), so no other local user reaches the socket.
+        # Ours alone (0700): the shim creates the socket here with DAC_OVERRIDE; the server's
+        # user, and so model code, cannot enter it, nor can another local user.
         self.sockets = self.folder / "socket"
-        self.sockets.mkdir()
-        os.chmod(self.sockets, 0o777)
+        self.sockets.mkdir(mode=0o700)
         self.relay: Relay | None = None
 
     @classmethod
@@ -71,6 +70,7 @@ class Isolated:
             image,
             f"{MOUNT}/shim.py",
             f"{MOUNT}/socket/{SOCKET}",
+            USER,
             *self.command,
         ]
 

@@ -4,11 +4,17 @@ A sandboxed container has no network (`docker run --network none`): nothing outs
 its port 8000. The runtime bind-mounts a folder of its own into the container and starts this
 file with the image's python (standard library only, any Python 3.8+): it starts the image's
 command unchanged (so the server listens on the container's loopback :8000, as it always
-does), relays each connection made to `SOCKET` (in that folder) to it, and, as the
-container's process 1, reaps orphaned processes (model code that forks) and exits with the
-server's exit code. On the host, `relay.Relay` turns the socket back into a loopback port.
+does) as `USER` (uid:gid, the sandbox's non-root user), relays each connection made to
+`SOCKET` (in that folder) to it, and, as the container's process 1, reaps orphaned processes
+(model code that forks) and exits with the server's exit code. On the host, `relay.Relay`
+turns the socket back into a loopback port.
 
-    python3 shim.py SOCKET COMMAND...
+The shim alone starts as the container's root, holding only the capabilities to create the
+socket in the host's private folder (which the server's user cannot enter, so model code can
+neither write there nor replace the socket) and to become `USER`; the server and everything
+it runs get no capability at all, and `no-new-privileges` keeps it so.
+
+    python3 shim.py SOCKET USER COMMAND...
 
 The host side imports `pipe` from here: one relay loop for both ends.
 """
@@ -68,14 +74,22 @@ async def _serve(path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 3:
-        print("usage: shim.py SOCKET COMMAND...", file=sys.stderr)
+    if len(argv) < 4:
+        print("usage: shim.py SOCKET UID:GID COMMAND...", file=sys.stderr)
         return 2
-    path, command = argv[1], argv[2:]
+    path, user, command = argv[1], argv[2], argv[3:]
+    uid, gid = (int(part) for part in user.split(":"))
+
+    def become_user() -> None:  # in the child, before the image's command runs
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
     if os.path.exists(path):
         os.unlink(path)
     try:
-        server = subprocess.Popen(command)
+        # Before any thread of ours exists: `preexec_fn` is safe only then.
+        server = subprocess.Popen(command, preexec_fn=become_user)  # noqa: PLW1509
     except OSError as e:
         print(f"cannot start the image's command {command}: {e}", file=sys.stderr)
         return 127
