@@ -81,13 +81,16 @@ def _self_cpu_s() -> float:
 
 
 def _container_cpu_s(container_id: str) -> float | None:
-    """The container's cgroup CPU so far (cgroup v2 `cpu.stat`, systemd or cgroupfs layout)."""
-    for pattern in (f"system.slice/docker-{container_id}*.scope", f"docker/{container_id}*", f"*/*{container_id}*"):
-        for folder in Path("/sys/fs/cgroup").glob(pattern):
-            stat = folder / "cpu.stat"
-            if stat.exists():
-                usage = dict(line.split() for line in stat.read_text().splitlines())
+    """The container's cgroup CPU so far: cgroup v2 `cpu.stat` (systemd or cgroupfs layout)
+    or v1 `cpuacct.usage`; None when its cgroup is not found."""
+    root = Path("/sys/fs/cgroup")
+    for pattern in (f"system.slice/docker-{container_id}*.scope", f"docker/{container_id}*"):
+        for folder in root.glob(pattern):
+            if (folder / "cpu.stat").exists():
+                usage = dict(line.split() for line in (folder / "cpu.stat").read_text().splitlines())
                 return int(usage["usage_usec"]) / 1e6
+    for folder in root.glob(f"cpuacct/docker/{container_id}*"):
+        return int((folder / "cpuacct.usage").read_text()) / 1e9
     return None
 
 
