@@ -102,7 +102,7 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
     if "S1" in only:
         import s1_sandbox
 
-        results += _guarded("S1", lambda: s1_sandbox.run(quick, workdir))
+        results += _guarded("S1", lambda: [s1_sandbox.run(quick, workdir)])
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
