@@ -1,4 +1,4 @@
-"""Run the benchmarks P1..P6, P8, R4, R5 and R6; write bench/out/results.{json,md} and, for a run
+"""Run the benchmarks P1..P6, P8, R4, R5, R6 and S1; write bench/out/results.{json,md} and, for a run
 of all of them, bench/RESULTS.md.
 
     python bench/run.py            # everything, full sizes (`make bench`)
@@ -24,6 +24,7 @@ Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16
 N = 2 instead of 4 on `null`, no P5-single, R4 at 64@16 instead of 256@64, P8 8 tasks
 instead of 64, R6 2,000 episodes (memory compared at 500 and 2,000) instead of 20,000
 (1,000 and 20,000). R5 64 episodes × 2 rounds at 4 in flight instead of 256 × 3 at 8.
+S1 8 episodes per run and two rounds instead of 24 and three.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from common import BENCH, CONCURRENT_APP, fmt_ratio, git_state, load_average, lo
 
 FAILED_TITLE = "(failed to run)"
 """The title of a benchmark's row when it broke; the page may take it from another run."""
-ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "R5", "P8", "R6", "HOOKS")
+ALL = ("P1", "P2", "P3", "P4", "P5", "P6", "P5-single", "R4", "R5", "P8", "R6", "HOOKS", "S1")
 
 
 def _run_one(name: str, quick: bool, workdir: Path) -> list[dict[str, Any]]:
@@ -98,6 +99,10 @@ def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
         import hooks
 
         results += _guarded("HOOKS", lambda: hooks.run(quick, workdir))
+    if "S1" in only:
+        import s1_sandbox
+
+        results += _guarded("S1", lambda: [s1_sandbox.run(quick, workdir)])
     info["load_average_end"] = load_average()
     info["bench_minutes"] = round((time.monotonic() - started) / 60, 1)
     info["mode"] = "quick" if quick else "full"
@@ -170,6 +175,7 @@ METHOD_MODULES = (
     "p8_served",
     "r6_soak",
     "hooks",
+    "s1_sandbox",
 )
 """Whose docstrings are the method text of RESULTS.md: each beside the code that measures."""
 

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 _RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SIZE = r"^[0-9]+[bkmgBKMG]?$"
 
 
 def parse_range(text: str | None) -> tuple[int | None, int | None]:
@@ -76,6 +77,29 @@ class AdapterConfig(vf.TasksetConfig):
     EXECUTES_CODE: ClassVar[bool] = False
     """Whether the package's env runs code its model writes (the catalog's `executes_code`,
     or `openenv-gen NAME --executes-code`)."""
+    sandbox: bool | None = None
+    """Run each container launched (`use_docker`, `use_swarm`) in the sandbox: a non-root
+    user, no capabilities, a read-only root with a scratch tmpfs at /tmp, the limits below,
+    no network (`sandbox_network`) and gVisor when the daemon offers it (`container_runtime`).
+    None (the default): on for a package whose env runs model-written code (`EXECUTES_CODE`),
+    off for others; true with the UV launch is an error. See the Security guide."""
+    sandbox_memory: str = Field("2g", pattern=_SIZE)
+    """A sandboxed container's memory limit, swap included (Docker's sizes: `512m`, `2g`)."""
+    sandbox_pids: int = Field(256, ge=16)
+    """Most processes (and threads) a sandboxed container may run at once."""
+    sandbox_cpus: float = Field(1.0, gt=0)
+    """CPUs a sandboxed container may use (`1.5` = one and a half)."""
+    sandbox_scratch: str = Field("256m", pattern=_SIZE)
+    """Size of a sandboxed container's writable /tmp (a tmpfs, counted in its memory)."""
+    sandbox_network: Literal["none", "egress"] = "none"
+    """"none": a sandboxed container reaches no address at all, the host's included (the
+    run reaches its server through a Unix socket); "egress": it may open connections out
+    (e.g. `websearch`), published on loopback as without the sandbox. A Swarm replica must be
+    reachable, so it always has a network."""
+    container_runtime: Literal["auto", "runc", "runsc"] = "auto"
+    """The sandbox's OCI runtime under `use_docker`: "runsc" (gVisor), "runc", or "auto":
+    runsc when the daemon offers it (`docker info`; without network, with `--host-uds=all`
+    among its runtime arguments), else runc. The launch line names the one used."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()])  # one reset, no kwargs
     """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
     split: str | None = None

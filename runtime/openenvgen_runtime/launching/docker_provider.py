@@ -6,7 +6,9 @@ is published on loopback only, and stopping is one `docker rm -f` (OpenEnv's sto
 after a 10 s `docker stop`, leaving the container), and `pass_env` names go to the container
 as `-e NAME` (the value is read by the docker CLI, never put on its command line). A
 container gets nothing of this process's environment but `env_vars` and `pass_env`. It also
-reports a container that exited and the tail of its log.
+reports a container that exited and the tail of its log. With a `sandbox`
+(`sandbox.hardening`) the container is hardened; without network, it is reached through
+its shim's socket and a loopback relay (`sandbox.isolated`), removed with the container.
 
 Importing this module imports OpenEnv's providers: `launch` imports it only for a Docker run.
 """
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args
+from openenvgen_runtime.launching.sandbox.isolated import PYTHON, Isolated, no_python
 from openenvgen_servers.environment import container_env_args
 from openenvgen_servers.ports import free_port
 
@@ -42,6 +46,7 @@ class DockerServer(LocalDockerProvider):
         port: int | None = None,
         env_vars: dict[str, str] | None = None,
         pass_env: Sequence[str] = (),
+        sandbox: Sandbox | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # OpenEnv's is unannotated; RuntimeError when no Docker answers
         self.image = image
@@ -49,7 +54,9 @@ class DockerServer(LocalDockerProvider):
         self.port = port
         self.env_vars = env_vars
         self.pass_env = list(pass_env)
+        self.sandbox = sandbox
         self.container_id: str | None = None
+        self.isolated: Isolated | None = None
 
     def start_container(
         self, image: str, port: int | None = None, env_vars: dict[str, str] | None = None, **_: Any
@@ -58,14 +65,30 @@ class DockerServer(LocalDockerProvider):
         port = port or free_port()
         # Unique per launch: launches run in parallel, and by the millisecond is not enough.
         name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
-        command = ["docker", "run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:8000"]
+        command = ["docker", "run", "-d", "--name", name]
         command += label_args("--label", self.labels)
         command += container_env_args("-e", env_vars, self.pass_env)
-        command.append(image)
+        if self.sandbox is not None:
+            command += hardening_args(self.sandbox, "run")
+        if self.sandbox is not None and self.sandbox.isolated:
+            self.isolated = Isolated.prepare(image)
+            command += self.isolated.run_args(image)
+        else:
+            command += ["-p", f"127.0.0.1:{port}:8000", image]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
+            # A container the runtime could not start is still created: remove it now.
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                docker("rm", "-f", name, timeout=60)
+            if self.isolated is not None and no_python(result.stderr):
+                raise LaunchError(
+                    f"use_docker: the sandbox starts its relay with the image's {PYTHON}, "
+                    f"and image {image} has none on its PATH"
+                )
             raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
         self.container_id = result.stdout.strip()
+        if self.isolated is not None:
+            return self.isolated.connect()
         return f"http://127.0.0.1:{port}"
 
     def stop_container(self) -> None:
@@ -74,6 +97,9 @@ class DockerServer(LocalDockerProvider):
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 docker("rm", "-f", self.container_id, timeout=60)
         self.container_id = None
+        if self.isolated is not None:
+            self.isolated.close()
+            self.isolated = None
 
     # -- the pool's Provider ------------------------------------------------------------
 
@@ -105,10 +131,12 @@ class DockerServer(LocalDockerProvider):
         self.stop_container()
 
 
-def provider_for(image: str, options: dict[str, Any], *, labels: dict[str, str], timeout: float) -> DockerServer:
+def provider_for(
+    image: str, options: dict[str, Any], *, labels: dict[str, str], timeout: float, sandbox: Sandbox | None = None
+) -> DockerServer:
     """A Docker server for `image` (pulled now if missing), not started; one-line LaunchErrors."""
     ensure_image(image, mode="use_docker", timeout=timeout)
     try:
-        return DockerServer(image, labels=labels, **options)
+        return DockerServer(image, labels=labels, sandbox=sandbox, **options)
     except RuntimeError as e:  # OpenEnv's "Docker is not available"
         raise LaunchError(f"use_docker: {e}") from None

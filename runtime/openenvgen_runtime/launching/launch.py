@@ -32,6 +32,7 @@ from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, RUNTIME_LABEL, 
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import GatedProvider, Provider, ReplicatedProvider
 from openenvgen_runtime.launching.reaper import Reaper
+from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args, sandbox_for
 from openenvgen_runtime.launching.servers import Server, describe
 from openenvgen_servers.environment import missing
 from openenvgen_servers.wire import NotHealthy, wait_healthy_async
@@ -96,12 +97,14 @@ def make_provider(
     labels: dict[str, str] | None = None,
     replicas: int = 1,
     pass_env: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> Provider:
     """Blocking: the mode's provider for `env_id`, checked and made but not started (an
     image is pulled now if missing). `timeout` bounds a pull or a git clone. Its servers get
     `pass_env` (names of this process's variables) and `provider_kwargs.env_vars`, and of
     the rest of this process's environment only what a UV server needs to start
-    (`openenvgen_servers.environment`); a container nothing of it."""
+    (`openenvgen_servers.environment`); a container nothing of it. A `sandbox` hardens
+    each container (`sandbox.hardening`)."""
     options = provider_options(provider_kwargs, mode)
     options["pass_env"] = list(pass_env)
     if mode == "uv":
@@ -113,10 +116,13 @@ def make_provider(
     if mode == "docker":
         from openenvgen_runtime.launching import docker_provider
 
-        return docker_provider.provider_for(image, options, labels=labels or {}, timeout=timeout)
+        return docker_provider.provider_for(image, options, labels=labels or {}, timeout=timeout, sandbox=sandbox)
     from openenvgen_runtime.launching import swarm_provider
 
-    return swarm_provider.provider_for(image, options, labels=labels or {}, replicas=replicas, timeout=timeout)
+    service = swarm_provider.provider_for(image, options, labels=labels or {}, replicas=replicas, timeout=timeout)
+    if sandbox is not None:
+        service.hardening = hardening_args(sandbox, "service")
+    return service
 
 
 class Launcher:
@@ -134,6 +140,8 @@ class Launcher:
         self._checked = False
         self.access = ServerAccess()
         """What requests to the launched servers carry: a Swarm launch's secret, by replica."""
+        self.sandbox: Sandbox | None = None
+        """The run's sandbox (None: its containers run unhardened), decided at the first launch."""
 
     @property
     def mode(self) -> str:
@@ -146,12 +154,13 @@ class Launcher:
         return list(dict.fromkeys([*type(self.config).SERVER_ENV, *self.config.pass_env]))
 
     def check(self) -> None:
-        """Before the first launch: refuse to run model-written code on this machine unless
-        the user said so (a one-line LaunchError), and warn once, in one line, about the
-        variables a server is to get that are not set here."""
+        """Blocking, before the first launch: decide the run's sandbox, refuse to run
+        model-written code on this machine unless the user said so (a one-line LaunchError),
+        and warn once, in one line, about the variables a server is to get that are not set here."""
         if self._checked:
             return
         config = type(self.config)
+        self.sandbox = sandbox_for(self.config, self.mode)  # may ask the daemon for its runtimes
         if self.mode == "uv" and config.EXECUTES_CODE and not self.config.allow_host_execution:
             raise LaunchError(
                 f"{self.config.env} runs model-written code, and the UV launch would run it on this machine "
@@ -190,6 +199,7 @@ class Launcher:
             labels=self.labels(),
             replicas=self.config.replicas,
             pass_env=self.pass_env,
+            sandbox=self.sandbox,
         )
         if self.mode != "uv" and self._reaper is None:
             self._reaper = Reaper(self.owner)  # before the first container exists
@@ -199,9 +209,10 @@ class Launcher:
     async def launch(self, http: httpx.AsyncClient) -> list[Server]:
         """Start one server (every replica, for a swarm) and wait until each answers
         `/health`; their interfaces read. A LaunchError, its log tail included, otherwise."""
-        self.check()
+        await asyncio.to_thread(self.check)
         timeout = self.config.startup_timeout
-        what = f"{self.config.env} ({self.mode})"
+        sandboxed = f", {self.sandbox.describe(self.mode)}" if self.sandbox is not None else ""
+        what = f"{self.config.env} ({self.mode}{sandboxed})"
         logger.info("starting %s …", what)
         started = time.monotonic()
         provider = await asyncio.to_thread(self._make)

@@ -47,6 +47,9 @@ else:
 class SwarmService(DockerSwarmProvider):
     """OpenEnv's Swarm provider with every replica published on its own node port."""
 
+    hardening: list[str] = []  # noqa: RUF012 - replaced, never mutated
+    """`docker service create` arguments of the run's sandbox (`sandbox.hardening`)."""
+
     def __init__(
         self,
         image: str,
@@ -96,6 +99,7 @@ class SwarmService(DockerSwarmProvider):
         if self.network:
             cmd += ["--network", self.network]
         cmd += container_env_args("--env", env_vars, self.pass_env)
+        cmd += self.hardening  # the sandbox's, when the run has one (launch.make_provider)
         if cpu_limit is not None:
             cmd += ["--limit-cpu", str(cpu_limit)]
         if memory_limit is not None:

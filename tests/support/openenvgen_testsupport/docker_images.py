@@ -34,11 +34,17 @@ from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
-from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+from openenvgen_testsupport.paths import (
+    UV_CODE_FIXTURE_APP,
+    UV_CODE_FIXTURE_PROJECT,
+    UV_FIXTURE_APP,
+    UV_FIXTURE_PROJECT,
+)
 
 SUITE = "bookworm"
 BASE_REPOSITORY = "openenvgen-test-base"
 ENV_REPOSITORY = "openenvgen-test-guess"
+CODE_ENV_REPOSITORY = "openenvgen-test-code"
 TEST_LABEL = "openenvgen.test"
 RUN_LABEL = "openenvgen.test.run"
 """Carried next to TEST_LABEL by everything one test module starts: its leftovers, if any."""
@@ -164,19 +170,30 @@ def _wheelhouse(requirements: list[str]) -> Path:
     return house
 
 
-def _project_files() -> list[Path]:
-    return sorted(p for p in UV_FIXTURE_PROJECT.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+def _project_files(project: Path) -> list[Path]:
+    return sorted(p for p in project.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
 def env_image() -> str:
     """The guess-env image (OpenEnv server + the test env project), built once per content."""
+    return _project_image(ENV_REPOSITORY, UV_FIXTURE_PROJECT, "guess_env", UV_FIXTURE_APP)
+
+
+def code_env_image() -> str:
+    """The code-env image (an env that runs the action's Python, `tests/fixtures/uv_code_env`),
+    built once per content, like `env_image`."""
+    return _project_image(CODE_ENV_REPOSITORY, UV_CODE_FIXTURE_PROJECT, "code_env", UV_CODE_FIXTURE_APP)
+
+
+def _project_image(repository: str, project: Path, package: str, app: str) -> str:
+    """An image of OpenEnv's server side and one fixture env project's `package`, serving `app`."""
     base = base_image()
     requirements = _server_requirements()
-    files = _project_files()
-    tag = f"{ENV_REPOSITORY}:" + _digest(
+    files = _project_files(project)
+    tag = f"{repository}:" + _digest(
         base.encode(),
         " ".join(requirements).encode(),
-        *(str(p.relative_to(UV_FIXTURE_PROJECT)).encode() + b"\0" + p.read_bytes() for p in files),
+        *(str(p.relative_to(project)).encode() + b"\0" + p.read_bytes() for p in files),
     )
     if image_exists(tag):
         return tag
@@ -185,19 +202,19 @@ def env_image() -> str:
         context = Path(tmp)
         shutil.copytree(house, context / "wheels", ignore=shutil.ignore_patterns(".complete"))
         no_bytecode = shutil.ignore_patterns("__pycache__")
-        shutil.copytree(UV_FIXTURE_PROJECT / "guess_env", context / "guess_env", ignore=no_bytecode)
+        shutil.copytree(project / package, context / package, ignore=no_bytecode)
         (context / "Dockerfile").write_text(
             f"FROM {base}\n"
             "COPY wheels /tmp/wheels\n"
             "RUN python3 -m pip install --no-cache-dir --no-index --find-links /tmp/wheels --break-system-packages "
             + " ".join(requirements)
             + " && rm -rf /tmp/wheels\n"
-            "COPY guess_env /app/guess_env\n"
+            f"COPY {package} /app/{package}\n"
             "WORKDIR /app\n"
             "ENV PYTHONPATH=/app PYTHONUNBUFFERED=1\n"
             f"LABEL {TEST_LABEL}=1\n"
             "EXPOSE 8000\n"
-            f'CMD ["python3", "-m", "uvicorn", "{UV_FIXTURE_APP}", "--host", "0.0.0.0", "--port", "8000"]\n'
+            f'CMD ["python3", "-m", "uvicorn", "{app}", "--host", "0.0.0.0", "--port", "8000"]\n'
         )
         proc = subprocess.run(
             ["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, text=True, timeout=1800
@@ -296,18 +313,26 @@ def host_left_as_found(run: str) -> Iterator[None]:
 
 
 @contextmanager
-def throwaway_daemon(*, timeout: float = 60) -> Iterator[str]:
+def throwaway_daemon(*, timeout: float = 60, runtimes: dict[str, list[str]] | None = None) -> Iterator[str]:
     """A Docker daemon of its own for the block, sharing nothing with the machine's: its own
     network namespace (`unshare --net`: its network set-up, e.g. `--bridge=none` deleting
     any docker0, cannot reach the machine's interfaces), socket, data root, exec root (with
     its own containerd) and pid file under a temporary directory, no bridge and no iptables
-    rules. Yields its DOCKER_HOST; stops it and removes everything at the end. Needs root,
-    `dockerd` and `unshare`; DockerUnavailable says why not."""
+    rules. `runtimes` registers OCI runtimes with it, by the name of their program on PATH,
+    with their arguments (`{"runsc": ["--platform=ptrace", ...]}`): the machine's daemon is
+    never told of them. Yields its DOCKER_HOST; stops it and removes everything at the end.
+    Needs root, `dockerd` and `unshare`; DockerUnavailable says why not."""
     for tool in ("dockerd", "unshare"):
         if shutil.which(tool) is None:
             raise DockerUnavailable(f"a throwaway Docker daemon needs `{tool}` (apt-get install docker.io util-linux)")
     if os.geteuid() != 0:
         raise DockerUnavailable("a throwaway Docker daemon needs root")
+    registered = {}
+    for name, args in (runtimes or {}).items():
+        program = shutil.which(name)
+        if program is None:
+            raise DockerUnavailable(f"the OCI runtime `{name}` is not installed")
+        registered[name] = {"path": program, "runtimeArgs": args}
     # Short path: a unix socket's path is limited to about 100 bytes.
     root = Path(tempfile.mkdtemp(prefix="oeg-dockerd-", dir="/tmp"))
     host = f"unix://{root}/docker.sock"
@@ -327,6 +352,9 @@ def throwaway_daemon(*, timeout: float = 60) -> Iterator[str]:
         "--iptables=false",
         "--ip6tables=false",
     ]
+    if registered:
+        (root / "daemon.json").write_text(json.dumps({"runtimes": registered}))
+        command += ["--config-file", str(root / "daemon.json")]
     log = (root / "dockerd.log").open("wb")
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

@@ -1,0 +1,233 @@
+"""S1: what the sandbox costs. The same code-executing env (tests/fixtures/uv_code_env: each
+step runs the action's Python in a process of its own), played by the same scripted model
+(three steps of small Python an episode), under three launches, interleaved round by round
+(the order reversed every other round): UV on this machine (`allow_host_execution`), the
+Docker sandbox on runc (the machine's daemon) and the Docker sandbox on gVisor (`runsc`, in
+a throwaway daemon that registers it with `--platform=ptrace --network=host
+--host-uds=all`; the image is loaded into it with `docker save | docker load`).
+
+Each run is one `serving()` of the generated package, in this process, two servers, two
+episodes at a time: start-up is the time until the first server answers; two warm-up
+episodes at once bring up the second; then N episodes
+(8 with --quick, 24 otherwise; two rounds with --quick, three otherwise). CPU-s per episode
+counts everything the episodes cost, over the episodes only (start-up apart): this process
+(the runtime, and for the sandbox its host relay) from `getrusage`, plus the servers: for
+UV the server processes and the children they reaped (/proc, found by a marker variable),
+for Docker each container's cgroup (`cpu.stat` usage_usec: the shim, the server, the model's
+code; under gVisor, the sandbox's own kernel too). Episodes/min is N over the episodes' wall
+time. The headline ratio is the runc sandbox's CPU-s per episode over UV's (medians over the
+rounds); target ≤ 1.15. gVisor's cost is measured and shown, without a target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from common import log, marked_pids, process_cpu_s, spread
+
+TARGET_RATIO = 1.15
+SIDES = ("uv", "runc", "gvisor")
+RUNSC_ARGS = ["--platform=ptrace", "--network=host", "--host-uds=all"]
+CODES = [
+    "print(sum(i * i for i in range(20000)))",
+    "import json\nprint(json.dumps({'squares': [i * i for i in range(200)]})[:60])",
+    "print('done')",
+]
+
+
+def _package(workdir: Path) -> str:
+    from openenvgen_testsupport.adapters import generate_from_server
+    from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
+    from openenvgen_testsupport.servers import serve_app
+
+    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
+    try:
+        from code_env.server import app
+    finally:
+        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("s1code", str(url), workdir / "s1-pkgs", executes_code=True)
+
+
+def _taskset(side: str, image: str, marker: str) -> dict[str, Any]:
+    from openenvgen_testsupport.paths import UV_CODE_FIXTURE_APP, UV_CODE_FIXTURE_PROJECT
+
+    common = {"env": "test/code-env", "max_servers": 2, "startup_timeout": 240}
+    if side == "uv":
+        provider = {
+            "project_path": str(UV_CODE_FIXTURE_PROJECT),
+            "app": UV_CODE_FIXTURE_APP,
+            "env_vars": {"OPENENVGEN_S1_MARKER": marker},
+        }
+        return {**common, "allow_host_execution": True, "provider_kwargs": provider}
+    runtime = "runsc" if side == "gvisor" else "runc"
+    return {**common, "use_docker": True, "container_runtime": runtime, "provider_kwargs": {"image": image}}
+
+
+def _self_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _container_cpu_s(container_id: str) -> float | None:
+    """The container's cgroup CPU so far: cgroup v2 `cpu.stat` (systemd or cgroupfs layout)
+    or v1 `cpuacct.usage`; None when its cgroup is not found."""
+    root = Path("/sys/fs/cgroup")
+    for pattern in (f"system.slice/docker-{container_id}*.scope", f"docker/{container_id}*"):
+        for folder in root.glob(pattern):
+            if (folder / "cpu.stat").exists():
+                usage = dict(line.split() for line in (folder / "cpu.stat").read_text().splitlines())
+                return int(usage["usage_usec"]) / 1e6
+    for folder in root.glob(f"cpuacct/docker/{container_id}*"):
+        return int((folder / "cpuacct.usage").read_text()) / 1e9
+    return None
+
+
+def _servers_cpu_s(env: Any, side: str, marker: str) -> float | None:
+    if side == "uv":
+        return sum(process_cpu_s(pid) for pid in marked_pids(marker))
+    total = 0.0
+    for server in env.pool.servers:
+        cpu = _container_cpu_s(getattr(server.provider, "container_id", None) or "")
+        if cpu is None:
+            return None
+        total += cpu
+    return total
+
+
+def _one_run(package: str, side: str, image: str, model_url: str, episodes: int) -> dict[str, Any]:
+    from openenvgen_testsupport.adapters import load_env, model_context, outcome
+
+    marker = uuid.uuid4().hex
+    env = load_env(package, _taskset(side, image, marker))
+
+    async def main() -> dict[str, Any]:
+        started = time.monotonic()
+        async with env.serving():
+            startup = time.monotonic() - started  # the first server answering
+            ctx = model_context(model_url)
+            tasks = list(env.taskset)
+            # Two warm-up episodes at once: both servers up before the clock starts.
+            warm = await asyncio.gather(*(env.run_episode(tasks[0], ctx) for _ in range(2)))
+            cpu0, server0, t0 = _self_cpu_s(), _servers_cpu_s(env, side, marker), time.monotonic()
+            gate = asyncio.Semaphore(2)
+
+            async def one() -> Any:
+                async with gate:
+                    return await env.run_episode(tasks[0], ctx)
+
+            done = await asyncio.gather(*(one() for _ in range(episodes)))
+            wall = time.monotonic() - t0
+            cpu, server1 = _self_cpu_s() - cpu0, _servers_cpu_s(env, side, marker)
+        ok = sum(outcome(e) == (True, "env_done", 1.0) for e in [*warm, *done])
+        server = None if server0 is None or server1 is None else server1 - server0
+        total = None if server is None else cpu + server
+        return {
+            "side": side,
+            "episodes": episodes,
+            "ok": ok,
+            "of": episodes + len(warm),
+            "startup_s": round(startup, 2),
+            "episodes_per_min": round(episodes / wall * 60, 1),
+            "client_cpu_s": round(cpu, 3),
+            "server_cpu_s": None if server is None else round(server, 3),
+            "cpu_s_per_episode": None if total is None else round(total / episodes, 4),
+        }
+
+    return asyncio.run(main())
+
+
+@contextlib.contextmanager
+def _gvisor(image: str) -> Iterator[str | None]:
+    """A throwaway daemon with runsc registered and the image loaded: its DOCKER_HOST (None,
+    logged, when it cannot be had here)."""
+    from openenvgen_testsupport import docker_images
+
+    try:
+        daemon = docker_images.throwaway_daemon(runtimes={"runsc": RUNSC_ARGS})
+        host = daemon.__enter__()
+    except docker_images.DockerUnavailable as e:
+        log(f"S1: no gVisor side: {e}")
+        yield None
+        return
+    try:
+        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        loaded = subprocess.run(["docker", "load"], stdin=save.stdout, env={**os.environ, "DOCKER_HOST": host})
+        save.wait()
+        yield host if loaded.returncode == 0 else None
+    finally:
+        daemon.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def _docker_host(host: str | None) -> Iterator[None]:
+    before = os.environ.get("DOCKER_HOST")
+    if host is not None:
+        os.environ["DOCKER_HOST"] = host
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+
+
+def run(quick: bool, workdir: Path) -> dict[str, Any]:
+    from openenvgen_testsupport import docker_images
+    from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
+    from openenvgen_testsupport.servers import serve_app
+
+    problem = docker_images.daemon_problem()
+    if problem:
+        raise RuntimeError(f"S1 needs Docker: {problem}")
+    image = docker_images.code_env_image()
+    package = _package(workdir)
+    episodes, rounds = (8, 2) if quick else (24, 3)
+    model = ScriptedChatModel(Script([json.dumps({"code": code}) for code in CODES]))
+    runs: list[dict[str, Any]] = []
+    with serve_app(model) as model_url, _gvisor(image) as gvisor_host:
+        sides = [s for s in SIDES if s != "gvisor" or gvisor_host is not None]
+        for rnd in range(rounds):
+            for side in sides if rnd % 2 == 0 else sides[::-1]:
+                with _docker_host(gvisor_host if side == "gvisor" else None):
+                    result = _one_run(package, side, image, str(model_url), episodes)
+                log(f"S1 round {rnd} {side}: {result}")
+                runs.append(result)
+    by_side = {s: [r for r in runs if r["side"] == s] for s in sides}
+
+    def med(side: str, key: str) -> float | None:
+        values = [r[key] for r in by_side.get(side, []) if r[key] is not None]
+        return spread(values, 4)["median"] if values else None
+
+    summary = {s: {k: med(s, k) for k in ("cpu_s_per_episode", "episodes_per_min", "startup_s")} for s in by_side}
+    uv_cpu, runc_cpu = summary["uv"]["cpu_s_per_episode"], summary["runc"]["cpu_s_per_episode"]
+    ratio = runc_cpu / uv_cpu if uv_cpu and runc_cpu else None
+    gvisor_cpu = summary.get("gvisor", {}).get("cpu_s_per_episode")
+    all_ok = all(r["ok"] == r["of"] for r in runs)
+    return {
+        "id": "S1",
+        "title": "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
+        "target": f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
+        "measured": "; ".join(
+            f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
+            f"start-up {v['startup_s']} s"
+            for s, v in summary.items()
+        )
+        + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else ""),
+        "ratio": None if ratio is None else round(ratio, 3),
+        "ratio_label": "runc sandbox / UV CPU-s per episode",
+        "meets_target": all_ok and ratio is not None and ratio <= TARGET_RATIO,
+        "details": {"summary": summary, "runs": runs},
+    }

@@ -1,0 +1,12 @@
+"""The sandbox a container launch runs model-written code in (Docker and Swarm launch modes).
+
+`hardening` decides whether a run is sandboxed and how (`Sandbox`: limits, network, runc or
+gVisor's runsc) and spells it as `docker run` / `docker service create` arguments, one
+function for both modes; `shim` is the program a network-less container starts first (the
+image's own python, standard library only): it runs the image's command and relays a Unix
+socket in a bind-mounted folder to its port; `relay` is the host's end of that socket, a
+loopback port, so OpenEnv's client reaches the server by URL as before; `isolated` puts the
+three together for one `docker run`.
+
+Layers: shim < hardening, relay < isolated
+"""

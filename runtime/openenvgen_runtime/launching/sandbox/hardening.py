@@ -1,0 +1,160 @@
+"""What a sandboxed container is: its limits, its runtime (runc or gVisor's runsc), and the
+`docker` arguments that make it, for `docker run` and `docker service create` alike.
+
+`Sandbox` is made once per run from the taskset's settings (`sandbox_for`); `hardening_args`
+is the one place the hardening is spelt, for both launch modes: a non-root user, no
+capabilities, a read-only root with a scratch tmpfs at /tmp (HOME), memory, process and CPU
+limits, and, for `docker run`, `no-new-privileges`, no swap beyond the memory limit, no
+network (`sandbox_network = "none"`) and the chosen runtime. `docker service create` has no
+`--security-opt`, `--memory-swap`, `--runtime` or network-less mode: a Swarm replica runs
+on its node's default runtime and stays reachable (docs: Security).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from openenvgen_runtime.config import AdapterConfig
+from openenvgen_runtime.launching.docker_cli import docker
+from openenvgen_runtime.launching.errors import LaunchError
+
+USER = "65534:65534"
+"""nobody:nogroup, on every Linux image: the model's code runs as no user of the image's."""
+SCRATCH = "/tmp"
+"""The one writable place in a sandboxed container (a tmpfs), and its HOME."""
+UDS_FLAG = "--host-uds"
+"""runsc's option that lets a sandboxed process serve a Unix socket the host connects to."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A run's sandbox: limits, network and runtime, the same for each of its containers."""
+
+    runtime: str
+    """"runc" or "runsc"; for Swarm, always the node's default (said as "runc")."""
+    memory: str
+    pids: int
+    cpus: float
+    scratch: str
+    network: Literal["none", "egress"]
+
+    @property
+    def isolated(self) -> bool:
+        """No network at all: the server is reached through the shim's socket."""
+        return self.network == "none"
+
+    def describe(self, mode: str) -> str:
+        """The launch line's words for it: `sandboxed on runsc, no network`."""
+        on = "the node's runtime" if mode == "swarm" else self.runtime
+        net = "no network" if self.isolated and mode == "docker" else "network egress"
+        return f"sandboxed on {on}, {net}"
+
+
+SHIM_CAPABILITIES = ("SETUID", "SETGID", "DAC_OVERRIDE")
+"""What the shim of a network-less container holds (as the container's root) to create its
+socket in the host's private folder and become `USER`; the server it starts holds none."""
+
+
+def hardening_args(sandbox: Sandbox, cli: Literal["run", "service"]) -> list[str]:
+    """The hardening as `docker run` (`cli="run"`) or `docker service create` arguments."""
+    tmpfs = f"{SCRATCH}:rw,nosuid,nodev,size={sandbox.scratch}"
+    args = ["--cap-drop", "ALL", "--read-only"]
+    if cli == "run" and sandbox.isolated:
+        # The shim (`isolated`) starts as root with these alone and runs the server as USER.
+        args += ["--user", "0:0", *(arg for cap in SHIM_CAPABILITIES for arg in ("--cap-add", cap))]
+    else:
+        args += ["--user", USER]
+    if cli == "run":
+        args += ["--security-opt", "no-new-privileges", "--tmpfs", tmpfs]
+        args += ["--memory", sandbox.memory, "--memory-swap", sandbox.memory]
+        args += ["--pids-limit", str(sandbox.pids), "--cpus", f"{sandbox.cpus:g}", "--env", f"HOME={SCRATCH}"]
+        args += ["--runtime", sandbox.runtime]
+        if sandbox.isolated:
+            args += ["--network", "none"]
+        return args
+    args += ["--mount", f"type=tmpfs,destination={SCRATCH},tmpfs-size={_bytes(sandbox.scratch)}"]
+    args += ["--limit-memory", sandbox.memory, "--limit-pids", str(sandbox.pids)]
+    args += ["--limit-cpu", f"{sandbox.cpus:g}", "--env", f"HOME={SCRATCH}"]
+    return args
+
+
+def _bytes(size: str) -> int:
+    """A size as the config takes it (`256m`: digits and an optional b, k, m or g) in bytes,
+    as `--mount tmpfs-size` wants it."""
+    text = size.strip().lower()
+    if text[-1:].isalpha():
+        return int(text[:-1]) * {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[text[-1]]
+    return int(text)
+
+
+def wanted(config: AdapterConfig, mode: str) -> bool:
+    """Whether this run's servers are sandboxed: `sandbox` when set, else on for a package
+    whose env runs model-written code in a container launch; a one-line LaunchError for a
+    sandbox asked of a launch that runs no container."""
+    if config.sandbox and mode == "uv":
+        raise LaunchError(
+            "sandbox = true needs a container launch: set use_docker = true (--env.taskset.use-docker true) "
+            "or use_swarm = true"
+        )
+    if config.sandbox is not None:
+        return config.sandbox and mode != "uv"
+    return type(config).EXECUTES_CODE and mode in {"docker", "swarm"}
+
+
+def daemon_runtimes() -> dict[str, dict[str, object]]:
+    """The runtimes the Docker daemon offers (`docker info`), by name, with their settings."""
+    found = docker("info", "--format", "{{json .Runtimes}}")
+    if found.returncode != 0:
+        return {}
+    try:
+        runtimes = json.loads(found.stdout or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return runtimes if isinstance(runtimes, dict) else {}
+
+
+def _serves_sockets(settings: dict[str, object]) -> bool:
+    """Whether a runsc runtime's arguments let the sandbox serve the host a Unix socket."""
+    args = settings.get("runtimeArgs")
+    return isinstance(args, list) and any(str(a).startswith(UDS_FLAG) and not str(a).endswith("=none") for a in args)
+
+
+def choose_runtime(config: AdapterConfig, mode: str) -> str:
+    """runc or runsc, from `container_runtime` and what the daemon offers; one-line
+    LaunchErrors for a runtime asked for that the daemon cannot run this sandbox on."""
+    if mode == "swarm":
+        if config.container_runtime == "runsc":
+            raise LaunchError(
+                "container_runtime = runsc: `docker service create` cannot choose a runtime; "
+                "make runsc the default runtime of the swarm's nodes and leave container_runtime auto"
+            )
+        return "runc"
+    if config.container_runtime == "runc":
+        return "runc"
+    runtimes = daemon_runtimes()
+    runsc = runtimes.get("runsc")
+    usable = isinstance(runsc, dict) and (config.sandbox_network == "egress" or _serves_sockets(runsc))
+    if config.container_runtime == "runsc" and not usable:
+        why = (
+            "this Docker daemon offers no runsc runtime"
+            if runsc is None
+            else f"the daemon's runsc runtime lacks {UDS_FLAG}=all, which a sandbox without network needs"
+        )
+        raise LaunchError(f"container_runtime = runsc: {why} (its runtimes: {', '.join(sorted(runtimes)) or 'none'})")
+    return "runsc" if usable else "runc"
+
+
+def sandbox_for(config: AdapterConfig, mode: str) -> Sandbox | None:
+    """Blocking (it may ask the daemon): the run's sandbox, or None when it runs without one."""
+    if not wanted(config, mode):
+        return None
+    return Sandbox(
+        runtime=choose_runtime(config, mode),
+        memory=config.sandbox_memory,
+        pids=config.sandbox_pids,
+        cpus=config.sandbox_cpus,
+        scratch=config.sandbox_scratch,
+        network=config.sandbox_network,
+    )

@@ -1,0 +1,93 @@
+"""A network-less sandboxed container's way in: the shim, its socket folder and the host relay.
+
+For one `docker run`: `Isolated.prepare` reads the image's own command (`docker image
+inspect`: Entrypoint then Cmd, unchanged) and makes a private folder for the socket;
+`run_args` bind-mounts that folder and the shim (read-only) and starts the shim with the
+image's `python3` in place of the entrypoint; `connect` starts the host's `Relay` to the
+socket and returns its loopback URL; `close` stops the relay and removes the folder, on
+every path (a failed `docker run` included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from openenvgen_runtime.launching.docker_cli import docker, last_line
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.sandbox import shim
+from openenvgen_runtime.launching.sandbox.hardening import USER
+from openenvgen_runtime.launching.sandbox.relay import Relay
+
+PYTHON = "python3"
+"""The image's interpreter that runs the shim (found on the image's PATH)."""
+MOUNT = "/run/openenvgen"
+"""Where the socket folder is in the container; the shim is beside it."""
+SOCKET = "server.sock"
+
+
+def image_command(image: str) -> list[str]:
+    """The command the image runs (Entrypoint, then Cmd); a one-line LaunchError for none."""
+    found = docker("image", "inspect", "--format", "{{json .Config.Entrypoint}}\t{{json .Config.Cmd}}", image)
+    if found.returncode != 0:
+        raise LaunchError(f"use_docker: cannot read the command of image {image}: {last_line(found.stderr)}")
+    entrypoint, cmd = (json.loads(part) or [] for part in found.stdout.strip().split("\t"))
+    command = [*entrypoint, *cmd]
+    if not command:
+        raise LaunchError(f"use_docker: image {image} names no command (Entrypoint or Cmd) for its server")
+    return [str(part) for part in command]
+
+
+class Isolated:
+    """The socket folder, shim and relay of one sandboxed container without network."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.folder = Path(tempfile.mkdtemp(prefix="openenvgen-sandbox-"))
+        # Ours alone (0700): the shim creates the socket here with DAC_OVERRIDE; the server's
+        # user, and so model code, cannot enter it, nor can another local user.
+        self.sockets = self.folder / "socket"
+        self.sockets.mkdir(mode=0o700)
+        self.relay: Relay | None = None
+
+    @classmethod
+    def prepare(cls, image: str) -> Isolated:
+        return cls(image_command(image))
+
+    def run_args(self, image: str) -> list[str]:
+        """`docker run` arguments from the entrypoint on: mounts, the shim, the image, its command."""
+        shim_file = Path(shim.__file__).resolve()
+        return [
+            "--volume",
+            f"{self.sockets}:{MOUNT}/socket",
+            "--volume",
+            f"{shim_file}:{MOUNT}/shim.py:ro",
+            "--entrypoint",
+            PYTHON,
+            image,
+            f"{MOUNT}/shim.py",
+            f"{MOUNT}/socket/{SOCKET}",
+            USER,
+            *self.command,
+        ]
+
+    def connect(self) -> str:
+        """Start the host's relay to the container's socket; its loopback URL."""
+        self.relay = Relay(str(self.sockets / SOCKET))
+        return self.relay.url
+
+    def close(self) -> None:
+        """Stop the relay and remove the folder."""
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+        with contextlib.suppress(OSError):
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def no_python(stderr: str) -> bool:
+    """Whether a failed `docker run` says the image has no `python3` to run the shim."""
+    return PYTHON in stderr and ("not found" in stderr or "no such file" in stderr.lower())

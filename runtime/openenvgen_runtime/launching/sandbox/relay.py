@@ -1,0 +1,68 @@
+"""The host end of a sandboxed container's socket: a loopback TCP port relayed to it.
+
+OpenEnv's client takes a URL, and a sandboxed container has no network: its server is
+reached through a Unix socket in a folder bind-mounted into it (see `shim`). `Relay` listens
+on a free 127.0.0.1 port and relays each connection to that socket, on an event loop in a
+thread of its own (so the eval's loop never carries the bytes and a blocking launch can
+start it); `close` stops it and its connections, and joins the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+from openenvgen_runtime.launching.sandbox.shim import splice
+
+
+class Relay:
+    """127.0.0.1:`port` → the Unix socket at `path`, until `close`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self._server: asyncio.Server | None = None
+        self._thread = threading.Thread(target=self._run, name=f"sandbox-relay {path}", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._server is None:
+            raise OSError("the sandbox relay could not listen on 127.0.0.1")
+        self.port: int = self._server.sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        self._stopped = asyncio.Event()
+
+        async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await splice(reader, writer, asyncio.ensure_future(asyncio.open_unix_connection(self.path)))
+
+        try:
+            self._server = await asyncio.start_server(accepted, "127.0.0.1", 0)
+        finally:
+            self._ready.set()
+        await self._stopped.wait()
+        self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def close(self) -> None:
+        """Stop listening, drop every relayed connection, and end the thread."""
+        if self._thread.is_alive() and self._stopped is not None:
+            self._loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join(timeout=30)

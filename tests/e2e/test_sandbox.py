@@ -1,0 +1,331 @@
+"""The sandbox, attacked for real: a code-executing package (the fixture env that runs the
+action's Python, in an image built like the guess env's) played by a scripted model whose
+code reads a variable set only in this (the trainer's) process, writes a file under /tmp,
+connects to listeners on the host's loopback and on the Docker bridge's host address,
+prints its uid, forks without bound and allocates without bound. Under runc on the
+machine's daemon, and under gVisor (runsc) in a throwaway daemon that registers it (the
+image is loaded into it with `docker save | docker load`); on Swarm, the same hardening on
+the service. Outcome: no secret in any episode, trace or log; no host file; no connection
+accepted; a non-root uid; the bombs end their own step or episode while another episode
+plays on and the host stays responsive; nothing left running. Bad sandbox settings are one
+line before any container starts.
+
+The bombs run only inside a sandboxed container with small limits (memory, processes,
+half a CPU): never anywhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_testsupport import docker_images
+from openenvgen_testsupport.adapters import generate_from_server, load_env, model_context, outcome
+from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
+from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
+from openenvgen_testsupport.servers import serve_app
+
+pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(900)]
+RUN = uuid.uuid4().hex
+SECRET_NAME = "SOME_TRAINER_SECRET"
+SECRET = f"trainer-secret-{uuid.uuid4().hex}"
+RUNSC_ARGS = ["--platform=ptrace", "--network=host", "--host-uds=all"]
+"""What runsc needs on this machine, in Docker's network namespace, serving the host a socket."""
+LIMITS = {
+    "runc": {"sandbox_memory": "256m", "sandbox_pids": 64, "sandbox_cpus": 0.5, "sandbox_scratch": "16m"},
+    # gVisor's own kernel runs in the container's cgroup: its threads count as processes.
+    "runsc": {"sandbox_memory": "512m", "sandbox_pids": 256, "sandbox_cpus": 0.5, "sandbox_scratch": "16m"},
+}
+"""Small limits, so the bombs hit them fast and take little of a shared machine."""
+FORK_BOMB = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+MEMORY_BOMB = "blocks = []\nwhile True:\n    blocks.append(bytearray(32 * 2**20))\n"
+PLAIN = "print('plain', 'done')"
+LATER = "print('later', 'done')"
+CODE_MARKS = {"probe": "print('probe'", "fork": "os.fork()", "memory": "bytearray(", "plain": "print('plain'"}
+"""How each episode's trace is told apart: its first code (later replies are PLAIN)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def host_left_as_found() -> Iterator[None]:
+    with docker_images.host_left_as_found(RUN):
+        yield
+
+
+@pytest.fixture(scope="module")
+def image(host_left_as_found: None) -> str:
+    return docker_images.code_env_image()
+
+
+@pytest.fixture(scope="module")
+def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The code env's package, generated with `--executes-code` (sandboxed by default)."""
+    import sys
+
+    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
+    try:
+        from code_env.server import app
+    finally:
+        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("runcode", str(url), tmp_path_factory.mktemp("pkgs"), executes_code=True)
+
+
+class Listener:
+    """A TCP listener on the host that records every connection it accepts."""
+
+    def __init__(self, address: str) -> None:
+        self.sock = socket.create_server((address, 0))
+        self.address, self.port = address, self.sock.getsockname()[1]
+        self.accepted: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(peer)
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def bridge_address() -> str:
+    """The Docker bridge's host address (docker0's gateway) on the machine's daemon."""
+    found = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "DOCKER_HOST"},
+    )
+    return found.stdout.strip() or "172.17.0.1"
+
+
+def probe_code(host_file: str, listeners: list[Listener]) -> str:
+    targets = [(listener.address, listener.port) for listener in listeners]
+    return "\n".join(
+        [
+            "import json, os, socket",
+            f"found = {{'uid': os.getuid(), 'secret': os.environ.get({SECRET_NAME!r})}}",
+            "try:",
+            f"    open({host_file!r}, 'w').write('x')",
+            "    found['wrote'] = 'in the container'",
+            "except OSError as e:",
+            "    found['wrote'] = type(e).__name__",
+            f"for address in {targets!r}:",
+            "    try:",
+            "        socket.create_connection(tuple(address), timeout=3).close()",
+            "        found[address[0]] = 'connected'",
+            "    except OSError as e:",
+            "        found[address[0]] = type(e).__name__",
+            "print('probe', json.dumps(found), 'done')",
+        ]
+    )
+
+
+class Bombs:
+    """The scripted model: each new episode's first reply is the next code of `codes`;
+    later replies end the episode (LATER)."""
+
+    def __init__(self, codes: list[str]) -> None:
+        self.codes = list(codes)
+        self.lock = threading.Lock()
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        if count_assistant_turns(messages) > 0:
+            return json.dumps({"code": LATER})
+        with self.lock:
+            return json.dumps({"code": self.codes.pop(0)})
+
+
+class Responsiveness:
+    """How long the host takes to start a process while the bombs run (the worst seen)."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.5):
+            started = time.monotonic()
+            subprocess.run(["true"], check=True, timeout=60)
+            self.worst = max(self.worst, time.monotonic() - started)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.worst
+
+
+def sandbox_dirs() -> set[str]:
+    return {p.name for p in Path("/tmp").glob("openenvgen-sandbox-*")}
+
+
+def relay_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("sandbox-relay")]
+
+
+def containers(token: str) -> list[str]:
+    return docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}")
+
+
+def sandbox_taskset(image: str, token: str, **extra: Any) -> dict[str, Any]:
+    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
+    return {
+        "env": "test/code-env",
+        "use_docker": True,
+        "startup_timeout": 180,
+        "provider_kwargs": {"image": image, "labels": labels},
+        **extra,
+    }
+
+
+def attack(code_pkg: str, image: str, token: str, runtime: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Four episodes at once, one container each: the probe, a fork bomb, a memory bomb and a
+    plain one; everything the acceptance asks of the sandbox, checked."""
+    caplog.set_level(logging.INFO)
+    host_file = f"/tmp/openenvgen-sandbox-probe-{uuid.uuid4().hex}"
+    listeners = [Listener("127.0.0.1"), Listener(bridge_address())]
+    dirs_before = sandbox_dirs()
+    model = ScriptedChatModel(Bombs([probe_code(host_file, listeners), FORK_BOMB, MEMORY_BOMB, PLAIN]))
+    # A bomb's step gets no reply: the episode is lost after reply_timeout, not the run.
+    taskset = sandbox_taskset(
+        image, token, max_servers=4, reply_timeout=15, container_runtime=runtime, **LIMITS[runtime]
+    )
+    logs: list[str] = []
+    try:
+        with serve_app(model) as model_url:
+            env = load_env(code_pkg, taskset)
+
+            async def main() -> list[Any]:
+                async with env.serving():
+                    ctx = model_context(str(model_url))
+                    watch = Responsiveness()
+                    started = time.monotonic()
+                    try:
+                        episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 4))
+                    finally:
+                        worst = watch.stop()
+                    assert time.monotonic() - started < 240
+                    assert worst < 5.0, f"the host took {worst:.1f}s to start a process while the bombs ran"
+                    for container in containers(token):
+                        shown = docker_images.docker("logs", container, check=False)
+                        logs.append(shown.stdout + shown.stderr)
+                    return list(episodes)
+
+            episodes = asyncio.run(main())
+    finally:
+        for listener in listeners:
+            listener.close()
+    texts = [e.model_dump_json() for e in episodes]
+    pairs = list(zip(texts, episodes, strict=True))
+    by_code = {kind: [e for t, e in pairs if mark in t] for kind, mark in CODE_MARKS.items()}
+    assert {kind: len(found) for kind, found in by_code.items()} == dict.fromkeys(CODE_MARKS, 1), by_code
+    probe = by_code["probe"][0].model_dump_json()
+    assert outcome(by_code["probe"][0]) == (True, "env_done", 1.0)
+    found = json.loads(probe.split("probe ")[-1].split(" done")[0].replace('\\"', '"'))
+    print("the probe found:", found)
+    assert found["uid"] != 0 and found["secret"] is None, found
+    for listener in listeners:
+        assert found[listener.address] != "connected", found
+        assert listener.accepted == [], f"{listener.address} accepted {listener.accepted}"
+    assert not Path(host_file).exists()
+    assert outcome(by_code["plain"][0]) == (True, "env_done", 1.0)
+    # Each bomb ended: its step (the memory bomb's process killed at the limit) or its episode.
+    print("outcomes:", {kind: outcome(found[0]) for kind, found in by_code.items()})
+    assert "launch" in caplog.text and f"sandboxed on {runtime}, no network" in caplog.text
+    everything = "\n".join([*texts, caplog.text, *logs])
+    assert SECRET not in everything
+    assert containers(token) == []
+    assert relay_threads() == []
+    assert sandbox_dirs() - dirs_before == set()
+
+
+def test_model_code_stays_in_the_runc_sandbox(
+    code_pkg: str, image: str, token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(SECRET_NAME, SECRET)
+    attack(code_pkg, image, token, "runc", caplog)
+
+
+def test_model_code_stays_in_the_gvisor_sandbox(
+    code_pkg: str, image: str, token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """gVisor in a daemon of its own (the machine's is never told of runsc)."""
+    try:
+        daemon = docker_images.throwaway_daemon(runtimes={"runsc": RUNSC_ARGS})
+        host = daemon.__enter__()
+    except docker_images.DockerUnavailable as e:
+        pytest.skip(f"no throwaway Docker daemon with gVisor here: {e}")
+    try:
+        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        loaded = subprocess.run(
+            ["docker", "load"], stdin=save.stdout, env={**os.environ, "DOCKER_HOST": host}, capture_output=True
+        )
+        save.wait()
+        assert loaded.returncode == 0, loaded.stderr
+        monkeypatch.setenv("DOCKER_HOST", host)
+        monkeypatch.setenv(SECRET_NAME, SECRET)
+        attack(code_pkg, image, token, "runsc", caplog)
+    finally:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+        daemon.__exit__(None, None, None)
+
+
+def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, image: str, token: str) -> None:
+    """runsc asked of a daemon without it; a sandbox asked of the UV launch; an image with no
+    python for the shim: each one line, nothing left."""
+    cases = [
+        (sandbox_taskset(image, token, container_runtime="runsc"), "container_runtime = runsc: "),
+        ({"env": "test/code-env", "sandbox": True, "allow_host_execution": True}, "sandbox = true needs a container"),
+    ]
+    empty = docker_images.docker(
+        "import", "--change", 'CMD ["/serve"]', "--change", f"LABEL {docker_images.TEST_LABEL}=1", "-", input=""
+    )
+    no_python = empty.stdout.strip()
+    no_shim = "use_docker: the sandbox starts its relay with the image's python3"
+    cases.append((sandbox_taskset(no_python, token), no_shim))
+    try:
+        for taskset, start in cases:
+            env = load_env(code_pkg, taskset)
+
+            async def main(env: Any = env) -> None:
+                async with env.serving():
+                    raise AssertionError("started")
+
+            with pytest.raises(LaunchError) as info:
+                asyncio.run(main())
+            message = str(info.value)
+            assert message.startswith(start) and "\n" not in message, message
+            assert containers(token) == []
+    finally:
+        docker_images.docker("rmi", "-f", no_python, check=False)
+    with pytest.raises(ValueError, match="sandbox_memory"):
+        load_env(code_pkg, sandbox_taskset(image, token, sandbox_memory="lots"))
+
+
+def test_the_sandbox_settings_come_from_the_command_line(code_pkg: str) -> None:
+    """vf-eval's `--env.taskset.KEY VALUE` arrives as strings."""
+    config = load_env(
+        code_pkg,
+        {"sandbox": "true", "sandbox_pids": "128", "sandbox_cpus": "1.5", "container_runtime": "runc"},
+    ).taskset.config
+    assert (config.sandbox, config.sandbox_pids, config.sandbox_cpus) == (True, 128, 1.5)
+    assert config.container_runtime == "runc" and config.sandbox_network == "none"
