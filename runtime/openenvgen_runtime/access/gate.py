@@ -202,7 +202,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        print("access gate: no server command given", file=sys.stderr)
+        # The runtime could not read the image's command (its manager had no copy of the image).
+        print("access gate: no server command given (set provider_kwargs.command)", file=sys.stderr)
         return 2
     try:
         with open(args.secret_file, "rb") as f:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import subprocess
@@ -35,6 +36,8 @@ from importlib import resources
 
 from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
+
+logger = logging.getLogger(__name__)
 
 GATE_PORT = 18000
 """The port a replica publishes: its gate's (the server's own 8000 stays unpublished)."""
@@ -52,8 +55,20 @@ def gate_program() -> bytes:
 
 def image_command(image: str, command: list[str] | str | None, *, timeout: float) -> list[str]:
     """The command a container of `image` runs: its Entrypoint, then `command` or its Cmd.
-    Read from this engine's copy of the image, pulled first when it has none."""
-    ensure_image(image, mode="use_swarm", timeout=timeout)
+    Read from this engine's copy of the image, pulled first when it has none.
+
+    The manager runs no replica, and a pull that fails here is not the swarm's answer: the
+    nodes that run the replicas pull the image themselves (a drained manager may not reach
+    their registry; an image no node can pull, the swarm rejects with its own reason, which
+    the launch reports). So then one warning line, and `command` is the whole command (the
+    Entrypoint is unknown here), or none: the gate then exits saying `command` is needed."""
+    try:
+        ensure_image(image, mode="use_swarm", timeout=timeout)
+    except LaunchError as e:
+        fallback = command.split() if isinstance(command, str) else list(command or [])
+        then = "run `command` as the whole command" if fallback else "need `command` to start (set it)"
+        logger.warning(f"{e}; the swarm's nodes pull it themselves, and its replicas {then}")
+        return fallback
     inspected = docker("image", "inspect", "--format", "{{json .Config}}", image)
     if inspected.returncode != 0:
         raise LaunchError(f"use_swarm: cannot read the command of image {image}: {last_line(inspected.stderr)}")

@@ -247,3 +247,16 @@ def test_a_variable_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None
         proc.stderr.strip()
         == f"access gate: cannot read the variable file {tmp_path / 'absent'}: No such file or directory"
     )
+
+
+def test_no_server_command_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("x" * 32)
+    proc = subprocess.run(
+        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        + ["--listen", "1", "--upstream", "2", "--"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "access gate: no server command given (set provider_kwargs.command)"
