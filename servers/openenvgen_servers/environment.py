@@ -10,7 +10,8 @@ passed on when set) and `env_vars` (values, which win). Nothing that may hold a 
 passed by default: not proxies (`HTTPS_PROXY` can carry a password), not uv's index
 credentials (`UV_INDEX_<NAME>_PASSWORD`), not `PYTHONPATH` or `VIRTUAL_ENV` (this process's
 imports, not the server's); name them in `pass_env` when a server needs them. Container
-launches get `env_vars` and `pass_env` alone (`container_env_args`).
+launches get `env_vars` and `pass_env` alone (`container_env_args`; a Swarm service gets
+its `pass_env` values from `passed_values`, as Swarm secrets).
 """
 
 from __future__ import annotations
@@ -97,18 +98,26 @@ def missing(names: Iterable[str], *, source: Mapping[str, str] | None = None) ->
     return [name for name in dict.fromkeys(names) if name not in source]
 
 
+def passed_values(
+    pass_env: Sequence[str], env_vars: Mapping[str, str] | None = None, *, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The `pass_env` names set in `source` (this process's environment) with their values,
+    in order, once each; a name `env_vars` also sets is left to `env_vars`, which wins."""
+    source = os.environ if source is None else source
+    return {name: source[name] for name in dict.fromkeys(pass_env) if name in source and name not in (env_vars or {})}
+
+
 def container_env_args(
     flag: str, env_vars: Mapping[str, str] | None, pass_env: Sequence[str], *, source: Mapping[str, str] | None = None
 ) -> list[str]:
-    """`docker run -e` (or `docker service create --env`) arguments for a container's whole
-    environment: `flag NAME` for each `pass_env` name that is set here (the docker CLI reads
-    its value from its own environment, so the value is not on the command line), then
-    `flag NAME=VALUE` for each of `env_vars`."""
-    source = os.environ if source is None else source
+    """`docker run -e` arguments for a container's whole environment: `flag NAME` for each
+    `pass_env` name that is set here (the docker CLI reads its value from its own
+    environment, so the value is not on the command line), then `flag NAME=VALUE` for each
+    of `env_vars`. (A Swarm service gets its `pass_env` values as Swarm secrets instead: the
+    docker CLI writes an `--env NAME`'s value into the service's spec.)"""
     args: list[str] = []
-    for name in dict.fromkeys(pass_env):
-        if name in source and name not in (env_vars or {}):
-            args += [flag, name]
+    for name in passed_values(pass_env, env_vars, source=source):
+        args += [flag, name]
     for key, value in (env_vars or {}).items():
         args += [flag, f"{key}={value}"]
     return args

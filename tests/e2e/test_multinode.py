@@ -184,7 +184,11 @@ def test_served_workers_each_launch_their_own_service_on_the_cluster(
     print(f"nothing left {round(time.monotonic() - started, 1)} s after the start")
 
 
-def test_an_image_no_node_can_pull_is_one_line(cluster: multinode.Cluster, guess_pkg: str, on_manager: str) -> None:
+def test_an_image_no_node_can_pull_is_one_line(
+    cluster: multinode.Cluster, guess_pkg: str, on_manager: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The manager cannot read the image's command either (it pulls it first); that is one
+    warning line, and the swarm's own reason is the error."""
     token = on_manager
     missing = f"{cluster.registry}/openenvgen-test-missing:nope"
     env = load_env(guess_pkg, cluster_taskset(missing, token, replicas=2))
@@ -198,6 +202,8 @@ def test_an_image_no_node_can_pull_is_one_line(cluster: multinode.Cluster, guess
     first_line = str(info.value).splitlines()[0]
     assert first_line.startswith("test/guess-env (swarm): swarm cannot run a replica (rejected: "), first_line
     assert "openenvgen-test-missing:nope" in first_line, first_line
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "nope" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith(f"use_swarm: image {missing} is not on this machine"), warnings
     assert nothing_left(cluster, f"{docker_images.TEST_LABEL}={token}")
 
 

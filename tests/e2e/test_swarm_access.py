@@ -5,12 +5,15 @@ the launch's secret gets `/health` and nothing else (401 on `/ws`, `/reset`, `/s
 secret is in no `docker inspect` of the service, its tasks and containers, no Swarm secret
 or config inspect, no service or container log, no process's command line, no log record
 or trace of the run, and no LaunchError; the secret and the gate's config go with the
-service (`docker_images.labelled` counts them). The daemon is left as found.
+service (`docker_images.labelled` counts them). A `pass_env` variable reaches the server
+the same way, as a Swarm secret: its value is in the server's environment and nowhere
+else. The daemon is left as found.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import uuid
@@ -172,6 +175,65 @@ def test_only_the_run_that_launched_the_replicas_uses_them(
     assert secret not in processes
     assert secret not in caplog.text
     assert secret not in repr([e.traces for e in episodes])
+    assert docker_images.labelled(token) == []
+
+
+def gate_environments() -> tuple[list[bytes], list[bytes]]:
+    """(the environment of every access gate running on this machine, that of each server a
+    gate started): read from /proc, as the replicas' processes are this machine's."""
+    gates, servers = [], []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and swarm_gate.GATE_FILE.encode() in (proc / "cmdline").read_bytes():
+                gates.append((proc / "environ").read_bytes())
+                for child in (proc / "task" / proc.name / "children").read_text().split():
+                    servers.append(Path(f"/proc/{child}/environ").read_bytes())
+        except OSError:
+            continue
+    return gates, servers
+
+
+def test_a_pass_env_variable_reaches_the_server_as_a_swarm_secret_and_shows_nowhere(
+    image: str,
+    guess_pkg: str,
+    token: str,
+    known_secret: KnownSecret,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A variable set only in this process and named in `pass_env` is in the server's
+    environment (the guess env names its SHA-256 in its first hint), while its value is in
+    no `docker inspect` of the service, its tasks and containers, no secret inspect, no log,
+    no process's command line, not in the gate's own environment, no log record or trace;
+    `env_vars` stay in the service's spec as before. Its secret goes with the service."""
+    caplog.set_level(logging.DEBUG)
+    value = f"passed-{uuid.uuid4().hex}{uuid.uuid4().hex}"
+    monkeypatch.setenv("GUESS_ENV_PASSED", value)
+    taskset = swarm_taskset(image, token, replicas=1, env_vars={"GIVEN": "given-value"})
+    env = load_env(guess_pkg, {**taskset, "pass_env": ["GUESS_ENV_PASSED"]})
+    model = ScriptedChatModel(Script(['{"guess": 7}']))
+    with serve_app(model) as model_url:
+
+        async def main() -> tuple[list[Any], str, str, tuple[list[bytes], list[bytes]], int]:
+            async with env.serving():
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 2))
+                secrets = len(docker_images.ours("secret", f"{docker_images.TEST_LABEL}={token}"))
+                return episodes, everything_docker_shows(token), command_lines(), gate_environments(), secrets
+
+        episodes, shown, processes, (gates, servers), secrets = asyncio.run(main())
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
+    traces = repr([e.traces for e in episodes])
+    assert f"GUESS_ENV_PASSED sha256 {hashlib.sha256(value.encode()).hexdigest()}" in traces
+    assert value not in shown
+    assert secrets == 2  # the launch's access secret and the variable's
+    assert "GIVEN=given-value" in shown and "--env-file" in shown  # env_vars in the spec; the variable's file named
+    assert gates and any(f"GUESS_ENV_PASSED={value}".encode() in server for server in servers)
+    assert value not in processes
+    assert not any(value.encode() in gate for gate in gates)
+    assert value not in caplog.text
+    assert value not in traces
+    assert str(known_secret) not in shown
     assert docker_images.labelled(token) == []
 
 

@@ -12,11 +12,16 @@ replica publishes, and for each connection reads the first request's head:
 - anything else gets `401` and is closed: `/ws`, `/reset`, `/step`, `/state`, `/mcp` and
   the rest need the secret.
 
+Each `--env-file NAME=FILE` (a `pass_env` variable, which Swarm delivers as a secret
+file) becomes the variable NAME of the server's environment, its value the file's content
+as it is: the value is on no command line and in no service spec, and the gate's own
+environment never holds it.
+
 It runs on whatever Python 3 the image has (3.8 or later), so it keeps to what those have.
 It logs nothing about requests, and exits with the server's exit code when the server
 exits (Swarm then replaces the replica); SIGTERM and SIGINT go on to the server.
 
-    python3 -I gate.py --secret-file FILE --listen PORT --upstream PORT -- COMMAND...
+    python3 -I gate.py --secret-file FILE [--env-file NAME=FILE]... --listen PORT --upstream PORT -- COMMAND...
 """
 
 from __future__ import annotations
@@ -161,9 +166,20 @@ def _wait_for(child: subprocess.Popen[bytes], on_exit: Callable[[int], None]) ->
             return
 
 
-async def serve(gate: Gate, port: int, command: list[str]) -> int:
+def server_environment(env_files: list[str]) -> dict[str, str]:
+    """The gate's environment with each `NAME=FILE`'s variable set to FILE's content
+    (bytes as they are: a value need not be UTF-8). OSError when a file cannot be read."""
+    environment = dict(os.environ)
+    for item in env_files:
+        name, _, path = item.partition("=")
+        with open(path, "rb") as f:
+            environment[name] = os.fsdecode(f.read())
+    return environment
+
+
+async def serve(gate: Gate, port: int, command: list[str], environment: dict[str, str]) -> int:
     server = await asyncio.start_server(gate.handle, host="0.0.0.0", port=port, limit=HEAD_LIMIT)
-    child = subprocess.Popen(command)
+    child = subprocess.Popen(command, env=environment)
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[int] = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -179,13 +195,15 @@ async def serve(gate: Gate, port: int, command: list[str]) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="gate")
     parser.add_argument("--secret-file", required=True)
+    parser.add_argument("--env-file", action="append", default=[], metavar="NAME=FILE")
     parser.add_argument("--listen", type=int, required=True)
     parser.add_argument("--upstream", type=int, required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        print("access gate: no server command given", file=sys.stderr)
+        # The runtime could not read the image's command (its manager had no copy of the image).
+        print("access gate: no server command given (set provider_kwargs.command)", file=sys.stderr)
         return 2
     try:
         with open(args.secret_file, "rb") as f:
@@ -196,7 +214,16 @@ def main(argv: list[str]) -> int:
     if not secret:
         print(f"access gate: the secret file {args.secret_file} is empty", file=sys.stderr)
         return 2
-    return asyncio.run(serve(Gate(secret, args.upstream), args.listen, command))
+    malformed = [item for item in args.env_file if not item.partition("=")[0] or "=" not in item]
+    if malformed:
+        print(f"access gate: --env-file takes NAME=FILE, not {malformed[0]}", file=sys.stderr)
+        return 2
+    try:
+        environment = server_environment(args.env_file)
+    except OSError as e:  # names the file, never its content
+        print(f"access gate: cannot read the variable file {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
+    return asyncio.run(serve(Gate(secret, args.upstream), args.listen, command, environment))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,13 @@ where it requires `Authorization: Bearer SECRET` on every connection but an open
 /health`. The runtime presents the secret (`request_headers`) on its HTTP requests and,
 through its loopback session relay, on each WebSocket session.
 
-The secret and the config carry the run's labels, so the run's reaper removes them with
+The `pass_env` variables reach the server the same way: the docker CLI would write an
+`--env NAME`'s value into the service's spec (`docker service inspect` shows it), so each
+set one becomes a Swarm secret of its own (value on stdin), mounted in the replica, and the
+gate sets it as the variable of the server it starts (`--env-file NAME=FILE`): in the
+server's environment, never on the gate's command line or in its own environment.
+
+The secrets and the config carry the run's labels, so the run's reaper removes them with
 the service however the run ends; `remove` removes them on a normal stop.
 """
 
@@ -20,19 +26,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import secrets
 import subprocess
 import uuid
+from collections.abc import Mapping
 from importlib import resources
 
 from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 
+logger = logging.getLogger(__name__)
+
 GATE_PORT = 18000
 """The port a replica publishes: its gate's (the server's own 8000 stays unpublished)."""
 SERVER_PORT = 8000
 """Where the image's command serves, inside the container."""
-SECRET_FILE = "/run/secrets/openenvgen-access"
+SECRETS_DIR = "/run/secrets"
+SECRET_FILE = f"{SECRETS_DIR}/openenvgen-access"
 GATE_FILE = "/openenvgen-gate.py"
 
 
@@ -43,8 +55,20 @@ def gate_program() -> bytes:
 
 def image_command(image: str, command: list[str] | str | None, *, timeout: float) -> list[str]:
     """The command a container of `image` runs: its Entrypoint, then `command` or its Cmd.
-    Read from this engine's copy of the image, pulled first when it has none."""
-    ensure_image(image, mode="use_swarm", timeout=timeout)
+    Read from this engine's copy of the image, pulled first when it has none.
+
+    The manager runs no replica, and a pull that fails here is not the swarm's answer: the
+    nodes that run the replicas pull the image themselves (a drained manager may not reach
+    their registry; an image no node can pull, the swarm rejects with its own reason, which
+    the launch reports). So then one warning line, and `command` is the whole command (the
+    Entrypoint is unknown here), or none: the gate then exits saying `command` is needed."""
+    try:
+        ensure_image(image, mode="use_swarm", timeout=timeout)
+    except LaunchError as e:
+        fallback = command.split() if isinstance(command, str) else list(command or [])
+        then = "run `command` as the whole command" if fallback else "need `command` to start (set it)"
+        logger.warning(f"{e}; the swarm's nodes pull it themselves, and its replicas {then}")
+        return fallback
     inspected = docker("image", "inspect", "--format", "{{json .Config}}", image)
     if inspected.returncode != 0:
         raise LaunchError(f"use_swarm: cannot read the command of image {image}: {last_line(inspected.stderr)}")
@@ -65,6 +89,10 @@ class SwarmGate:
         self.labels = labels
         self._token = secrets.token_urlsafe(32)
         self._made: list[tuple[str, str]] = []
+        self._variables: list[str] = []
+        """The names of the variables made into secrets, in order (secret NAME-env-INDEX)."""
+        self._empty: list[str] = []
+        """The names of the variables set to "" (Swarm takes no empty secret; `--env NAME=`)."""
 
     def __repr__(self) -> str:  # never the token
         return f"SwarmGate({self.name!r})"
@@ -73,10 +101,18 @@ class SwarmGate:
         """What a request to a replica must carry."""
         return {"Authorization": f"Bearer {self._token}"}
 
-    def create(self) -> None:
-        """Make the secret and the gate's config in the swarm (one-line LaunchErrors)."""
+    def create(self, variables: Mapping[str, str] | None = None) -> None:
+        """Make the secret, the gate's config and a secret per variable of `variables` (the
+        `pass_env` values) in the swarm (one-line LaunchErrors naming no value). An empty
+        value goes as `--env NAME=`: Swarm takes no empty secret, and there is nothing to hide."""
         self._create("secret", f"{self.name}-access", self._token.encode())
         self._create("config", f"{self.name}-gate", gate_program())
+        for name, value in (variables or {}).items():
+            if value:
+                self._create("secret", f"{self.name}-env-{len(self._variables)}", os.fsencode(value))
+                self._variables.append(name)
+            else:
+                self._empty.append(name)
 
     def _create(self, kind: str, name: str, content: bytes) -> None:
         made = subprocess.run(
@@ -104,12 +140,18 @@ class SwarmGate:
             "--entrypoint",
             "python3",
         ]
-        gate = ["-I", GATE_FILE, "--secret-file", SECRET_FILE, "--listen", str(GATE_PORT)]
-        return options, [*gate, "--upstream", str(SERVER_PORT), "--", *server_command]
+        gate = ["-I", GATE_FILE, "--secret-file", SECRET_FILE]
+        for index, name in enumerate(self._variables):
+            options += ["--secret", f"source={self.name}-env-{index},target=openenvgen-env-{index},mode=0444"]
+            gate += ["--env-file", f"{name}={SECRETS_DIR}/openenvgen-env-{index}"]
+        for name in self._empty:
+            options += ["--env", f"{name}="]
+        gate += ["--listen", str(GATE_PORT), "--upstream", str(SERVER_PORT)]
+        return options, [*gate, "--", *server_command]
 
     def remove(self) -> None:
         """Remove the secret and config made (once no service uses them)."""
-        made, self._made = self._made, []
+        made, self._made, self._variables, self._empty = self._made, [], [], []
         for kind, name in made:
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 docker(kind, "rm", name, timeout=60)

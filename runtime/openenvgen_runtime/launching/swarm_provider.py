@@ -11,8 +11,9 @@ addresses each replica as a server of its own, spreading episodes over them and 
 each one's capacity, wherever the swarm placed it. Swarm replaces a replica that dies;
 `replicas()` lists the ones running now. Labels go on the service and its containers,
 and on the launch's secret and gate config, so the run's reaper removes them on every
-path. A replica's environment is `env_vars` and the `pass_env` names alone (`--env NAME`,
-the value read by the docker CLI).
+path. A replica's environment is `env_vars` (`--env NAME=VALUE`, in the service's spec)
+and the `pass_env` variables, each delivered as a Swarm secret of the launch that the gate
+sets in its server's environment (`--env NAME` would put the value in the spec).
 
 The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
 runtime never initialises one behind the user's back. Importing this module imports
@@ -33,7 +34,7 @@ from openenvgen_runtime.launching.docker_cli import docker, label_args, last_lin
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, image_command
-from openenvgen_servers.environment import container_env_args
+from openenvgen_servers.environment import container_env_args, passed_values
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
@@ -91,14 +92,14 @@ class SwarmService(DockerSwarmProvider):
         """Create the service (not waiting for its replicas); returns its name, as its
         replicas have a base URL each (see `replicas`)."""
         name = f"{image.split('/')[-1].split(':')[0]}-swarm-{uuid.uuid4().hex[:12]}"
-        self.gate.create()
+        self.gate.create(passed_values(self.pass_env, env_vars))
         gate_options, gate_command = self.gate.service_args(self.server_command)
         cmd = ["docker", "service", "create", "--detach", "--name", name]
         cmd += ["--replicas", str(max(1, replicas)), *gate_options]
         cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
         if self.network:
             cmd += ["--network", self.network]
-        cmd += container_env_args("--env", env_vars, self.pass_env)
+        cmd += container_env_args("--env", env_vars, ())  # the pass_env values are the gate's (secrets)
         cmd += self.hardening  # the sandbox's, when the run has one (launch.make_provider)
         if cpu_limit is not None:
             cmd += ["--limit-cpu", str(cpu_limit)]

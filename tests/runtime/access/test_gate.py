@@ -199,3 +199,64 @@ def test_a_secret_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
         proc.stderr.strip()
         == f"access gate: cannot read the secret file {tmp_path / 'absent'}: No such file or directory"
     )
+
+
+def test_variable_files_become_the_servers_environment_and_nothing_else(tmp_path: Path) -> None:
+    """Each `--env-file NAME=FILE` is NAME in the server's environment, the file's bytes as
+    they are (a trailing newline, a non-UTF-8 byte); the gate's own environment and every
+    command line hold no value."""
+    (tmp_path / "secret").write_text("x" * 32)
+    values = {"PASSED_TOKEN": secrets.token_urlsafe(24).encode(), "PASSED_ODD": b"two words\n\xff "}
+    for name, value in values.items():
+        (tmp_path / name).write_bytes(value)
+    child = (
+        "import os, sys, time; "
+        "sys.stdout.write(repr({k: os.environb.get(k.encode()) for k in ('PASSED_TOKEN', 'PASSED_ODD')}) + '\\n'); "
+        "sys.stdout.flush(); time.sleep(60)"
+    )
+    env_files = [arg for name in values for arg in ("--env-file", f"{name}={tmp_path / name}")]
+    process = subprocess.Popen(
+        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret"), *env_files]
+        + ["--listen", str(free_port("127.0.0.1")), "--upstream", "1", "--", sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().decode().strip() == repr(values)
+        gate_environment = Path(f"/proc/{process.pid}/environ").read_bytes()
+        gate_command = Path(f"/proc/{process.pid}/cmdline").read_bytes()
+        for value in values.values():
+            assert value not in gate_environment and value not in gate_command
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def test_a_variable_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("x" * 32)
+    proc = subprocess.run(
+        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        + ["--env-file", f"SOME_KEY={tmp_path / 'absent'}", "--listen", "1", "--upstream", "2", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        == f"access gate: cannot read the variable file {tmp_path / 'absent'}: No such file or directory"
+    )
+
+
+def test_no_server_command_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("x" * 32)
+    proc = subprocess.run(
+        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        + ["--listen", "1", "--upstream", "2", "--"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "access gate: no server command given (set provider_kwargs.command)"

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_servers.ports import free_port
 from openenvgen_testsupport import swarm_node
 from openenvgen_testsupport.swarm_node import Node, start_daemon, stop_node
@@ -100,7 +101,7 @@ class Cluster:
 
     def replica_urls(self, service: str) -> list[str]:
         """Base URLs of `service`'s running replicas: each one's node address and the port
-        published for it there (what the runtime's pool addresses)."""
+        published for it there, its access gate's (what the runtime's pool addresses)."""
         ids = self.docker(self.manager, "service", "ps", "-q", "--no-trunc", service).split()
         tasks = json.loads(self.docker(self.manager, "inspect", *ids)) if ids else []
         addresses = {node.node_id: node.address for node in self.nodes}
@@ -110,7 +111,7 @@ class Cluster:
             if status.get("State") != "running" or task.get("DesiredState") != "running":
                 continue
             for port in status.get("PortStatus", {}).get("Ports") or []:
-                if port.get("TargetPort") == 8000:
+                if port.get("TargetPort") == GATE_PORT:
                     urls.add(f"http://{addresses[task['NodeID']]}:{port['PublishedPort']}")
         return sorted(urls)
 
@@ -146,7 +147,7 @@ class Cluster:
         return proc.stdout + proc.stderr
 
     def leftovers(self, label: str) -> dict[str, list[str]]:
-        """Per node, the services, containers, networks and secrets carrying `label` (key=value)."""
+        """Per node, the services, containers, networks, secrets and configs carrying `label` (key=value)."""
         found: dict[str, list[str]] = {}
         for node in self.nodes:
             items = self.docker(node, "ps", "-aq", "--filter", f"label={label}").split()
@@ -154,6 +155,7 @@ class Cluster:
             if node is self.manager:
                 items += self.docker(node, "service", "ls", "-q", "--filter", f"label={label}").split()
                 items += self.docker(node, "secret", "ls", "-q", "--filter", f"label={label}").split()
+                items += self.docker(node, "config", "ls", "-q", "--filter", f"label={label}").split()
             if items:
                 found[node.name] = items
         return found
