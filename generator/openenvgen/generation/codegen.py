@@ -278,6 +278,12 @@ def _generate(root: dict[str, Any], names: Models) -> Callable[[], Models]:
     return from_worker
 
 
+def warm_up() -> None:
+    """Generate a one-field model and throw it away: datamodel-code-generator imports most of
+    itself on its first generation, which the worker forked at start-up pays this way."""
+    _codegen({"title": "WarmUp", "type": "object", "properties": {"a": {"type": "string"}}}, HEADER, ())
+
+
 def generate_in_process(root: dict[str, Any], names: Models) -> str:
     """The formatted models module, generated in this process."""
     return _generate_here(root, names)().source

@@ -20,12 +20,16 @@ in-process, as they are for every generation after the first in a process.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import pickle
 import signal
 import sys
 from collections.abc import Callable
 from typing import Any
+
+WARM_UP = "openenvgen.generation.codegen:warm_up"
+"""What the worker runs before it reads its job (by name: this module imports no generator)."""
 
 _worker: Worker | None = None
 
@@ -111,7 +115,10 @@ def _serve(jobs_fd: int, answers_fd: int) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    import datamodel_code_generator  # noqa: F401 - the import the worker exists to pay early
+    # What the worker exists to pay early: datamodel-code-generator's imports, most of which
+    # it makes lazily, on its first generation (a small one, thrown away).
+    module, _, name = WARM_UP.partition(":")
+    getattr(importlib.import_module(module), name)()
 
     with os.fdopen(jobs_fd, "rb") as jobs:
         data = jobs.read()
