@@ -666,6 +666,12 @@ def main() -> None:
                 parser.error(f"cannot read {path}: {e}")
         head = git_state()["commit"]
         for _, saved in sources:
+            if any("baseline" in r.get("details", {}) for r in saved["results"]):
+                import baseline as side_by_side
+
+                saved["results"] = [
+                    side_by_side.rejudged(r) if "baseline" in r.get("details", {}) else r for r in saved["results"]
+                ]
             git = saved["machine"].get("git")
             if isinstance(git, dict) and git["commit"] != head:
                 saved["machine"]["rendered_at"] = head

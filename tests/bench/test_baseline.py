@@ -64,6 +64,11 @@ def test_ratios_are_of_medians_beside_the_aa_control() -> None:
     assert compared["per_round_ratios"] == [1.0, 1.2, 0.275]
     result = baseline._result("P6", {"metric": values}, "HEAD~1", "f" * 40, "a commit", 3)
     assert result["id"] == "P6-vs-fffffff" and result["meets_target"] is False  # 1.1 > 1.02
+    assert baseline.rejudged(result) == result  # a saved row, made again from its values
+    steady = {baseline.CURRENT: [10.0] * 3, baseline.AA: [11.0] * 3, baseline.BASELINE: [10.0] * 3}
+    assert baseline.verdict("P6", {"metric": baseline.compare(steady)}) is None  # A/A 1.1: noise hides 2%
+    steady[baseline.AA] = [10.1] * 3
+    assert baseline.verdict("P6", {"metric": baseline.compare(steady)}) is True
     page = bench_run.to_markdown({"machine": _machine(), "results": [result]})
     assert "## Side by side with earlier commits (`--baseline`)" in page
     assert "| P6-vs-fffffff | metric | 11 | 11 | 10 | 1.1 | 1.0 | 1.0, 1.2, 0.275 |" in page
