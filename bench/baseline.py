@@ -22,11 +22,12 @@ ratios' spread.
   wall median over raw's in the same process (runtime / raw).
 - P5 and P6: `vf-eval` of the generated package on its in-process seat against one shared
   server (bench/vf_eval_runs.py), runs of N = 64 and 4N episodes at 16 in flight per round;
-  P6 = CPU-s per episode of the vf-eval tree (slope), P5 = successful episodes per minute
-  over the episode phase of the 64@16 run (P5's full size).
+  P6 = CPU-s per episode of the vf-eval tree (slope), P5 = episodes ok per minute over the
+  episode phase of the 64@16 run (P5's full size; ok, not successful: an older tree may name
+  its reward otherwise, and every episode must be ok anyway).
 - P8: one `serve_env` server (1 worker) per side, all up at once; per round each plays the
   same batch of episodes at 32 in flight; metric: CPU-s per episode of the server's tree,
-  and successful episodes per minute.
+  and episodes ok per minute.
 - P2: `openenv-gen check` of the tree's first 10 generated packages (as P2 picks them), one
   process; metric: wall seconds (a first, uncounted round warms every side's caches).
 """
@@ -212,7 +213,8 @@ def _episodic(trees: dict[str, Tree], rounds: int, workdir: Path) -> dict[str, A
             return {
                 "P6 CPU-s per episode (vf-eval tree, slope of 64 and 256)": (runs[4 * n]["cpu_s"] - runs[n]["cpu_s"])
                 / (3 * n),
-                "P5 successful per minute (episode phase, 64@16)": runs[n]["successful_per_min_episode_phase"] or 0.0,
+                # Episodes ok, not successful: an older tree may name its reward otherwise.
+                "P5 episodes per minute (episode phase, 64@16)": _per_minute(runs[n]["ok"], runs[n]["episode_phase_s"]),
             }
 
         return {"n": n, "concurrency": 16, **_rounds(rounds, measure)}
@@ -281,10 +283,14 @@ def _p8(trees: dict[str, Tree], rounds: int, tasks: int, workdir: Path) -> dict[
                 raise RuntimeError(f"P8 ({side}): {played['ok']}/{len(data[side])} ok: {played['errors']}")
             return {
                 "P8 CPU-s per episode (server tree)": cpu / len(data[side]),
-                "P8 successful per minute": played["successful"] / played["wall_s"] * 60,
+                "P8 episodes per minute": _per_minute(played["ok"], played["wall_s"]),
             }
 
         return {"episodes_per_round": tasks * 4, "in_flight": 32, **_rounds(rounds, measure)}
+
+
+def _per_minute(count: int, seconds: float) -> float:
+    return count / seconds * 60 if seconds else 0.0
 
 
 def _p2(trees: dict[str, Tree], rounds: int) -> dict[str, Any]:
@@ -362,8 +368,7 @@ def _result(bench: str, data: dict[str, Any], rev: str, commit: str, subject: st
     text = "; ".join(
         f"{name}: this tree {c['median'][CURRENT]:.4g}, A/A {c['median'][AA]:.4g}, `{commit[:7]}` "
         f"{c['median'][BASELINE]:.4g} → ratio {c['ratio']} (A/A {c['aa_ratio']}; per round "
-        f"{min(c['per_round_ratios'])}–{max(c['per_round_ratios'])}, A/A {min(c['per_round_aa_ratios'])}–"
-        f"{max(c['per_round_aa_ratios'])})"
+        f"{_span(c['per_round_ratios'])}, A/A {_span(c['per_round_aa_ratios'])})"
         for name, c in metrics.items()
     )
     return {
@@ -386,6 +391,10 @@ def _result(bench: str, data: dict[str, Any], rev: str, commit: str, subject: st
             **{k: v for k, v in data.items() if k not in metrics},
         },
     }
+
+
+def _span(values: list[float]) -> str:
+    return f"{min(values)}–{max(values)}" if values else "n/a"
 
 
 def rejudged(result: dict[str, Any]) -> dict[str, Any]:
