@@ -58,6 +58,8 @@ SUPPORTED = ("P2", "P3", "P5", "P6", "P8")
 CURRENT, AA, BASELINE = "current", "current (A/A)", "baseline"
 SIDES = (CURRENT, AA, BASELINE)
 WORDLE_APP = "openenvgen_testsupport.fixture_envs:wordle_app"
+EXIT_CODES = "exit_codes"
+"""P2's exit codes per side: reported, not a metric."""
 _SKIPPED_DIRS = {"generator", "schemas", "runtime", "tests", "generated", "docs", "bench", "templates"}
 
 
@@ -309,7 +311,7 @@ def _p2(trees: dict[str, Tree], rounds: int) -> dict[str, Any]:
     for side in SIDES:  # uncounted: every side's caches warm
         measure(side, -1)
     measured = _rounds(rounds, measure)
-    return {"exit_codes": {s: sorted(c) for s, c in codes.items()}, **measured}
+    return {EXIT_CODES: {s: sorted(c) for s, c in codes.items()}, **measured}
 
 
 # --------------------------------------------------------------------------- the run
@@ -363,7 +365,11 @@ def verdict(bench: str, metrics: dict[str, dict[str, Any]]) -> bool | None:
 
 
 def _result(bench: str, data: dict[str, Any], rev: str, commit: str, subject: str, rounds: int) -> dict[str, Any]:
-    metrics = {name: compare(values) for name, values in data.items() if isinstance(values, dict) and CURRENT in values}
+    metrics = {
+        name: compare(values)
+        for name, values in data.items()
+        if name != EXIT_CODES and isinstance(values, dict) and CURRENT in values
+    }
     tolerance = TARGETS[bench]
     text = "; ".join(
         f"{name}: this tree {c['median'][CURRENT]:.4g}, A/A {c['median'][AA]:.4g}, `{commit[:7]}` "
@@ -404,9 +410,11 @@ def rejudged(result: dict[str, Any]) -> dict[str, Any]:
     base, metrics = details["baseline"], details["metrics"]
     data = {name: c["values"] for name, c in metrics.items()}
     data |= {k: v for k, v in details.items() if k not in ("baseline", "metrics")}
+    if EXIT_CODES in metrics:  # saved by a run that took P2's exit codes for a metric
+        data[EXIT_CODES] = {side: sorted(set(codes)) for side, codes in metrics[EXIT_CODES]["values"].items()}
     rounds = len(next(iter(data.values()))[CURRENT]) if metrics else 0
     again = _result(result["id"].split("-")[0], data, base["rev"], base["commit"], base["subject"], rounds)
-    return {**result, **{k: again[k] for k in ("title", "target", "measured", "ratio_text", "meets_target")}}
+    return {**result, **{k: again[k] for k in ("title", "target", "measured", "ratio_text", "meets_target", "details")}}
 
 
 # --------------------------------------------------------------------------- workers (run in a side's tree)
