@@ -5,6 +5,7 @@ of all of them, bench/RESULTS.md.
     python bench/run.py --quick    # everything, smaller sizes, same comparisons (`make bench QUICK=1`)
     python bench/run.py --only P1,P3   # a subset: bench/out only, RESULTS.md untouched
     python bench/run.py --render bench/runs/quick.json bench/runs/r6-full.json
+    python bench/run.py --baseline a19554e^ --only P3,P6,P8   # side by side with an earlier commit
 
 `make bench` runs this with the project venv first on PATH. Everything is loopback-only
 and every step has a time limit. bench/RESULTS.md is written only here: from a run of every
@@ -18,6 +19,9 @@ is each benchmark module's docstring.
 Each benchmark is in the module named after its id (p1_generate.py, ..., p5_shared_server.py
 for P5 and its variants, hooks.py for HOOKS-P3/P6/P8); what several share is in common.py,
 profiling.py, vf_eval_runs.py (a measured vf-eval run) and served_runs.py (a served env).
+`--baseline REV` runs, instead, the named benchmarks' workloads (P2, P3, P5, P6, P8) under this
+tree and REV's side by side, interleaved, with an A/A control (bench/baseline.py); its rows
+(`P3-vs-<commit>`) join the page through `--render` beside the runs of every benchmark.
 
 Quick mode: P1/P2 5 rounds instead of 9, P3 2000 steps instead of 5000, P4 at 16@4 only
 (no 64@16 and pool-size runs), P5 32 episodes and one round instead of 64 and two, P6
@@ -65,12 +69,19 @@ def _run_one(name: str, quick: bool, workdir: Path) -> list[dict[str, Any]]:
     raise ValueError(name)
 
 
-def run(only: tuple[str, ...], quick: bool, keep: bool) -> dict[str, Any]:
+def run(
+    only: tuple[str, ...], quick: bool, keep: bool, baseline: str | None = None, rounds: int | None = None
+) -> dict[str, Any]:
     info = machine()
     workdir = Path(tempfile.mkdtemp(prefix="openenvgen-bench-"))
     log(f"work dir {workdir}; load average {info['load_average_start']}")
     results: list[dict[str, Any]] = []
     started = time.monotonic()
+    if baseline is not None:
+        import baseline as side_by_side
+
+        results += _guarded(f"baseline {baseline}", lambda: side_by_side.run(only, baseline, quick, workdir, rounds))
+        only = ()
     for name in ("P1", "P2", "P3"):
         if name in only:
             results += _guarded(name, lambda n=name: _run_one(n, quick, workdir))
@@ -176,6 +187,7 @@ METHOD_MODULES = (
     "r6_soak",
     "hooks",
     "s1_sandbox",
+    "baseline",
 )
 """Whose docstrings are the method text of RESULTS.md: each beside the code that measures."""
 
@@ -357,6 +369,9 @@ def to_markdown(report: dict[str, Any]) -> str:
             out += ["", "## R5 runs", "", *_r5_table(r["details"])]
         if r["id"] == "R6" and "checkpoints" in r.get("details", {}):
             out += ["", "## R6 readings (the env-server process tree, nothing in flight)", "", *_r6_table(r["details"])]
+    compared = [r for r in report["results"] if "baseline" in r.get("details", {})]
+    if compared:
+        out += ["", "## Side by side with earlier commits (`--baseline`)", "", *_baseline_table(compared)]
     data = ", ".join(run["source"] for run in runs) if several else "bench/out/results.json"
     out += ["", "## Details per benchmark", "", f"Full data in {data}.", ""]
     for r in report["results"]:
@@ -402,6 +417,24 @@ def _served_table(d: dict[str, Any]) -> list[str]:
         f"{mr['memory']['peak_rss_mib']:.0f}: **{mr['pss_mib_per_in_flight_episode']} MiB PSS "
         f"({mr['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode**.",
     ]
+    return lines
+
+
+def _baseline_table(results: list[dict[str, Any]]) -> list[str]:
+    """Per metric of each `--baseline` row: the sides' medians and the ratios with their spread."""
+    lines = [
+        "| row | metric | this tree | this tree again (A/A) | baseline | this tree / baseline | A/A "
+        "| per round: this tree / baseline | per round: A/A |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for name, c in r["details"]["metrics"].items():
+            med = c["median"]
+            lines.append(
+                f"| {r['id']} | {name} | {med['current']:.4g} | {med['current (A/A)']:.4g} | {med['baseline']:.4g} "
+                f"| {c['ratio']} | {c['aa_ratio']} | {', '.join(map(str, c['per_round_ratios']))} "
+                f"| {', '.join(map(str, c['per_round_aa_ratios']))} |"
+            )
     return lines
 
 
@@ -516,6 +549,12 @@ def _detail(r: dict[str, Any]) -> str:
     d = r.get("details", {})
     if "traceback" in d:
         return "failed: " + d["traceback"].strip().splitlines()[-1]
+    if "baseline" in d:
+        b = d["baseline"]
+        return (
+            f"against `{b['commit']}` (`{b['rev']}`: {b['subject']}); see the side-by-side table above; "
+            + "; ".join(f"{k}: {v}" for k, v in d.items() if k not in ("baseline", "metrics"))
+        )
     if r["id"].startswith("HOOKS"):
         return str(d.get("summary", ""))
     if r["id"] in ("P1", "P2"):
@@ -616,6 +655,13 @@ def main() -> None:
         help="only rewrite the page from saved runs' results.json: one run's to its results.md; runs that together "
         "hold every benchmark (each once) to bench/RESULTS.md",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="measure the --only benchmarks (P2, P3, P5, P6, P8) side by side with commit REV, interleaved, "
+        "with an A/A control (bench/baseline.py)",
+    )
+    parser.add_argument("--rounds", type=int, help="--baseline's rounds (default 5, 3 with --quick)")
     ns = parser.parse_args()
     if ns.render:
         sources = []
@@ -626,6 +672,12 @@ def main() -> None:
                 parser.error(f"cannot read {path}: {e}")
         head = git_state()["commit"]
         for _, saved in sources:
+            if any("baseline" in r.get("details", {}) for r in saved["results"]):
+                import baseline as side_by_side
+
+                saved["results"] = [
+                    side_by_side.rejudged(r) if "baseline" in r.get("details", {}) else r for r in saved["results"]
+                ]
             git = saved["machine"].get("git")
             if isinstance(git, dict) and git["commit"] != head:
                 saved["machine"]["rendered_at"] = head
@@ -645,7 +697,13 @@ def main() -> None:
     unknown = set(only) - set(ALL)
     if unknown:
         parser.error(f"unknown benchmarks: {sorted(unknown)}")
-    report = run(only, ns.quick, ns.keep)
+    if ns.baseline is not None:
+        import baseline as side_by_side
+
+        unsupported = sorted(set(only) - set(side_by_side.SUPPORTED))
+        if ns.only == ",".join(ALL) or unsupported:
+            parser.error(f"--baseline takes --only with some of {','.join(side_by_side.SUPPORTED)}")
+    report = run(only, ns.quick, ns.keep, ns.baseline, ns.rounds)
     report["machine"]["command"] = " ".join(["python bench/run.py", *sys.argv[1:]])
     ns.out.mkdir(parents=True, exist_ok=True)
     (ns.out / "results.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
@@ -653,7 +711,7 @@ def main() -> None:
     (ns.out / "results.md").write_text(markdown)
     print(markdown)
     log(f"wrote {ns.out / 'results.json'} and {ns.out / 'results.md'}")
-    if set(only) == set(ALL):
+    if set(only) == set(ALL) and ns.baseline is None:
         (BENCH / "RESULTS.md").write_text(markdown)
         log(f"wrote {BENCH / 'RESULTS.md'}")
 

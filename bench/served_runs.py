@@ -29,8 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import eval_env, marked_pids
 
-from openenvgen_servers.processes import stop_process_group
-
 API_KEY_VAR = "SCRIPTED_API_KEY"
 
 
@@ -78,14 +76,18 @@ def env_server(
     *,
     script: Path | None = None,
     extra_args: Sequence[str] = (),
+    env_extra: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """The env-server process (`script --serve`, this module's by default, with `extra_args`),
-    stopped with everything it started on exit."""
+    """The env-server process (`script --serve`, this module's by default, with `extra_args`
+    and `env_extra` in its environment), stopped with everything it started on exit."""
+    # Here, not at the top: the server process may run another tree's code (bench/baseline.py).
+    from openenvgen_servers.processes import stop_process_group
+
     out_dir.mkdir(parents=True, exist_ok=True)
     config_file = out_dir / "env_config.json"
     config_file.write_text(json.dumps(config_data))
     address = f"ipc://{out_dir}/env.sock"
-    env = eval_env(package_dir, **{marker: "1", API_KEY_VAR: "scripted"})
+    env = eval_env(package_dir, **{marker: "1", API_KEY_VAR: "scripted", **(env_extra or {})})
     with open(out_dir / "server.log", "wb") as logfile:
         proc = subprocess.Popen(
             [

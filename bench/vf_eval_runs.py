@@ -140,11 +140,13 @@ def run_eval(
     timeout: float,
     seat: str | None = None,
     rollouts_per_task: int | None = None,
+    env_extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One `vf-eval` process; returns counts, wall time, CPU time and peak memory of its
     tree. `seat`: the runtime's default is the in-process seat, the built-in's `null`.
     `episodes` in all; `rollouts_per_task` (default: all of them on one task) when the
-    transport's `resets` make several tasks."""
+    transport's `resets` make several tasks. `env_extra`: more of vf-eval's environment (a
+    PYTHONPATH there replaces this tree's: bench/baseline.py runs another tree's code)."""
     seat = seat or ("in-process" if adapter == "runtime" else "null")
     config = write_eval_config(
         out_dir,
@@ -154,7 +156,7 @@ def run_eval(
         env={"taskset": _taskset(adapter, transport), "player": PLAYERS[seat]},
     )
     marker = f"OPENENVGEN_BENCH_{uuid.uuid4().hex}"
-    env = eval_env(package_dir if adapter == "runtime" else None, **{marker: "1"})
+    env = eval_env(package_dir if adapter == "runtime" else None, **{marker: "1", **(env_extra or {})})
     load_before = load_average()
     cpu_before = _children_cpu()
     timed_out = False

@@ -26,6 +26,9 @@ from openenvgen_schemas.doctor_thresholds import Thresholds
 
 RUNTIME_DOCTOR = "openenvgen_runtime.doctor"
 THRESHOLD_NAMES = tuple(Thresholds.model_fields)
+RUNTIME_DOCTOR_ERRORS = (64, 69)
+"""The runtime doctor's exit statuses after it wrote its one error line (bad arguments, the
+env not started or reached): `doctor` exits with them and adds no line of its own."""
 
 
 def doctor(
@@ -89,8 +92,8 @@ def doctor(
             command += ["--set", setting]
         code = subprocess.run(command, check=False).returncode
         if code != 0 or not out.is_file():
-            if code == 130:
-                raise typer.Exit(130)
+            if code in (130, *RUNTIME_DOCTOR_ERRORS):
+                raise typer.Exit(code)  # interrupted, or its one error line is already on stderr
             raise SourceError(f"doctor: {package} could not be measured (the runtime's doctor exited {code})")
         # The renderer (the report's models, Jinja, the plots) only once there is a report:
         # importing it with the command tree would slow every other command.

@@ -286,7 +286,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(error: BaseException, code: int) -> int:
-    text = str(error).strip()
-    message = text.splitlines()[0] if text else type(error).__name__
+    """One line on stderr: the error's first line, and where that line only announces what
+    follows (a launch failure's "last lines of its log:"), the last of those lines too."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    message = lines[0] if lines else type(error).__name__
+    if len(lines) > 1 and message.endswith(":"):
+        message = f"{message} {lines[-1]}"
     print(f"openenv-gen: error: doctor: {message}", file=sys.stderr)
     return code

@@ -20,9 +20,9 @@ client and the served path (all three open their sessions with `judged_client_cl
   not text the model reads: they are bounded by `max_media_bytes` when rendered.
 
 The error is one line naming the field and the value's kind, never the value itself. The
-check is cheap: the three fields by exact type, then one iterative pass over the
-observation's containers (a few dozen nodes for a usual observation), strings measured by
-`len` and checked for surrogates only when not ASCII.
+check is cheap: the three fields by exact type, then one loop over a flat observation's
+fields, or one iterative pass over a nested one's containers (a few dozen nodes for a usual
+observation), strings measured by `len` and checked for surrogates only when not ASCII.
 """
 
 from __future__ import annotations
@@ -128,6 +128,34 @@ def judge(payload: Any, limits: ReplyLimits = DEFAULT_LIMITS) -> dict[str, Any]:
 
 
 def _check_observation(observation: dict[str, Any], limits: ReplyLimits) -> None:
+    """A flat observation (ASCII text within the size bound, finite numbers, booleans, nulls,
+    empty containers: most replies) is passed in one loop over its fields; anything else (a
+    nested value, text to cut or to check for surrogates, a suspect number, a long key) takes
+    `_check_nested` from the start. The loop changes nothing, so the two always agree; it
+    exists because this runs on every reply, between two socket round trips."""
+    budget = limits.max_observation_chars
+    for key, value in observation.items():
+        cls = type(value)
+        if cls is str:
+            budget -= len(value)
+            if budget < 0 or not value.isascii():
+                break
+        elif cls is float:
+            if value - value != 0.0:  # NaN or ±Infinity, without a call
+                break
+        elif cls is dict or cls is list:
+            if value:
+                break
+        elif cls is int and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+            break
+        if len(key) > _SHORT:
+            break
+    else:
+        return
+    _check_nested(observation, limits)
+
+
+def _check_nested(observation: dict[str, Any], limits: ReplyLimits) -> None:
     """One iterative pass (no recursion: depth is what is being bounded) over the
     observation's containers; its strings' lengths count against the size bound."""
     budget = limits.max_observation_chars
@@ -206,13 +234,15 @@ def judged_client_class(base: type[Any]) -> type[Any]:
     """OpenEnv's `GenericEnvClient` (`base`, imported lazily by the caller) whose replies are
     judged: `JudgedEnvClient(base_url=..., limits=ReplyLimits(...), **openenv_options)`."""
 
+    parse = base._parse_result  # the base's own, taken once: no super() object per reply
+
     class JudgedEnvClient(base):  # type: ignore[misc]
         def __init__(self, *, limits: ReplyLimits = DEFAULT_LIMITS, **options: Any) -> None:
             super().__init__(**options)
             self.reply_limits = limits
 
         def _parse_result(self, payload: dict[str, Any]) -> Any:
-            return super()._parse_result(judge(payload, self.reply_limits))
+            return parse(self, judge(payload, self.reply_limits))
 
     JudgedEnvClient.__qualname__ = JudgedEnvClient.__name__ = f"Judged{base.__name__}"
     return JudgedEnvClient

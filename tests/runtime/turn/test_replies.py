@@ -36,6 +36,10 @@ def test_a_reply_that_keeps_the_contract_comes_back_as_it_was() -> None:
         (reply({"stats": {"mean": float("inf")}}), "observation.stats", "Infinity"),
         (reply({"n": -(10**400)}), "observation.n", "an integer past a float's range"),
         (reply({"log": ["ok", "bad \udc80"]}), "observation.log", "lone surrogate"),
+        # The same faults in a flat observation (one loop reads those; it hands these over).
+        (reply({"score": float("-inf"), "text": "ok"}), "observation.score", "-Infinity"),
+        (reply({"text": "bad \ud800", "n": 1}), "observation.text", "lone surrogate"),
+        (reply({"ok": True, "k" * 70_000: 1}), "observation.<key>", "keys over max_observation_chars"),
     ],
 )
 def test_a_reply_that_breaks_it_names_the_field_and_the_kind(data: object, field: str, kind: str) -> None:
