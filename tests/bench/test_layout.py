@@ -17,7 +17,7 @@ sys.path.insert(0, str(BENCH))
 
 import run as bench_run  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
-RESULT_ID = re.compile(r'"id": "((?:[PR]\d+|HOOKS)[\w-]*)"')
+RESULT_ID = re.compile(r'"id": "((?:[PRS]\d+|HOOKS)[\w-]*)"')
 """A benchmark result's id as its module writes it (`"id": "P5-adapter"`)."""
 
 

@@ -119,7 +119,7 @@ def test_runs_that_leave_a_benchmark_out_are_refused_and_the_page_is_kept(tmp_pa
     assert out.returncode == 2
     last_line = out.stderr.strip().splitlines()[-1]
     assert last_line.endswith(
-        "these runs leave out HOOKS, P3, P4, P5, P6, P8, R4, R5: bench/RESULTS.md needs every benchmark"
+        "these runs leave out HOOKS, P3, P4, P5, P6, P8, R4, R5, S1: bench/RESULTS.md needs every benchmark"
     )
     assert (ROOT / "bench" / "RESULTS.md").read_bytes() == page_before
 
