@@ -19,6 +19,7 @@ import json
 import os
 import re
 import signal
+import socket
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from openenvgen_runtime.launching.launch import LaunchError
 from openenvgen_servers.ports import free_port
 from openenvgen_testsupport import docker_images, served
 from openenvgen_testsupport.adapters import (
+    generate_code_env_package,
     generate_from_server,
     marked_processes,
     uv_taskset,
@@ -653,3 +655,60 @@ def test_a_swarm_service_per_worker_is_removed_when_the_env_server_stops(
         assert wait_for(lambda: docker_images.labelled(token) == [], timeout=180), docker_images.labelled(token)
     assert [served.outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
     assert len(services) == 1, services
+
+
+@pytest.mark.rollout
+@pytest.mark.docker
+def test_a_sandboxed_package_on_served_workers(
+    token: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The training path with the sandbox: a code-executing package (sandboxed by default
+    under Docker) on verifiers' served workers, its tasks shipped as wire data. The model's
+    code, run in each worker's container, runs as nobody, sees none of the trainer's
+    variables (the workers inherit them) and reaches no listener on the host; nothing is left."""
+    secret_name, secret = "SOME_TRAINER_SECRET", f"trainer-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv(secret_name, secret)
+    image = docker_images.code_env_image()
+    package = generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    probe = (
+        "import json, os, socket\n"
+        f"found = {{'uid': os.getuid(), 'secret': os.environ.get({secret_name!r})}}\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {listener.getsockname()[1]}), timeout=3).close()\n"
+        "    found['host'] = 'connected'\n"
+        "except OSError as e:\n"
+        "    found['host'] = type(e).__name__\n"
+        "print('probe', json.dumps(found), 'done')"
+    )
+    config = served.env_config(
+        package,
+        {
+            "env": "test/code-env",
+            "use_docker": True,
+            "max_servers": 1,
+            "startup_timeout": 300,
+            "sandbox_memory": "256m",
+            "sandbox_cpus": 0.5,
+            "provider_kwargs": {"image": image, "labels": {docker_images.TEST_LABEL: token}},
+        },
+    )
+    tasks = served.client_tasks(config)
+    model = ScriptedChatModel(Script([json.dumps({"code": probe}), json.dumps({"code": "print('later')"})]))
+    try:
+        with serve_app(model) as model_url, served.env_server(config, tmp_path / "env-server.log") as server:
+            episodes = served.play(server.address, str(model_url), tasks * 2, timeout=900)
+        with contextlib.suppress(TimeoutError):
+            listener.accept()
+            pytest.fail("the model's code reached a listener on the host")
+    finally:
+        listener.close()
+    assert [served.outcome(e)[0] for e in episodes] == [True, True]
+    texts = [json.dumps(e, default=str) if not hasattr(e, "model_dump_json") else e.model_dump_json() for e in episodes]
+    found = [json.loads(t.split("probe ")[-1].split(" done")[0].replace('\\"', '"')) for t in texts if "probe {" in t]
+    assert found and all(f["uid"] == 65534 and f["secret"] is None and f["host"] != "connected" for f in found), found
+    log = (tmp_path / "env-server.log").read_text(errors="replace")
+    assert "sandboxed on" in log, log[-2000:]
+    assert secret not in "\n".join([*texts, log])
+    assert wait_for(lambda: docker_images.labelled(token) == [], timeout=180), docker_images.labelled(token)

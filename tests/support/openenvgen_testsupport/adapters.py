@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+from openenvgen_testsupport.paths import OPENENV_GEN, UV_CODE_FIXTURE_PROJECT, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 _ids = itertools.count()
 
@@ -80,6 +80,20 @@ def generate_uv_fixture_package(root: Path) -> str:
         sys.path.remove(str(UV_FIXTURE_PROJECT))
     with serve_app(app, ready_path="/health") as url:
         return generate_from_server("guess", str(url), root)
+
+
+def generate_code_env_package(root: Path) -> str:
+    """The code-executing fixture env's package (`--executes-code`: sandboxed by default),
+    generated from its app served in this process."""
+    from openenvgen_testsupport.servers import serve_app
+
+    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
+    try:
+        from code_env.server import app
+    finally:
+        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
+    with serve_app(app, ready_path="/health") as url:
+        return generate_from_server("runcode", str(url), root, executes_code=True)
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1) -> bool:
