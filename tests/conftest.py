@@ -33,6 +33,7 @@ DOCKER_MODULES = frozenset(
         "tests/e2e/test_sandbox.py",
         "tests/e2e/test_swarm.py",
         "tests/e2e/test_swarm_access.py",
+        "tests/e2e/test_swarm_sandbox.py",
         "tests/e2e/test_multinode.py",
     }
 )

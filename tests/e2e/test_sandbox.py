@@ -7,8 +7,9 @@ machine's daemon, and under gVisor (runsc) in a throwaway daemon that registers 
 image is loaded into it with `docker save | docker load`); on Swarm, the same hardening on
 the service. Outcome: no secret in any episode, trace or log; no host file; no connection
 accepted; a non-root uid; the bombs end their own step or episode while another episode
-plays on and the host stays responsive; nothing left running. Bad sandbox settings are one
-line before any container starts.
+plays on and the host stays responsive; nothing left running. A real `vf-eval` of the
+package, killed (SIGTERM, SIGKILL) mid-episode, leaves no container and no socket folder of
+its run. Bad sandbox settings are one line before any container starts.
 
 The bombs run only inside a sandboxed container with small limits (memory, processes,
 half a CPU): never anywhere else.
@@ -17,9 +18,11 @@ half a CPU): never anywhere else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -31,12 +34,16 @@ from typing import Any
 
 import pytest
 
+from openenvgen_runtime.launching.docker_cli import OWNER_LABEL
 from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_from_server, load_env, model_context, outcome
+from openenvgen_testsupport.adapters import generate_from_server, load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
+from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.skips import REQUIRE_DOCKER, skip_loudly
 
 pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(900)]
 RUN = uuid.uuid4().hex
@@ -266,15 +273,23 @@ def test_model_code_stays_in_the_runc_sandbox(
 
 
 def test_model_code_stays_in_the_gvisor_sandbox(
-    code_pkg: str, image: str, token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    code_pkg: str,
+    image: str,
+    token: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    request: pytest.FixtureRequest,
 ) -> None:
-    """gVisor in a daemon of its own (the machine's is never told of runsc)."""
-    try:
-        daemon = docker_images.throwaway_daemon(runtimes={"runsc": RUNSC_ARGS})
-        host = daemon.__enter__()
-    except docker_images.DockerUnavailable as e:
-        pytest.skip(f"no throwaway Docker daemon with gVisor here: {e}")
-    try:
+    """gVisor in a daemon of its own (the machine's is never told of runsc). Without one (no
+    runsc, no root) it skips loudly, as the Docker tests do without a daemon, and fails
+    instead under OPENENVGEN_REQUIRE_DOCKER=1 (.ci/run installs Debian's `runsc`)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            host = stack.enter_context(docker_images.throwaway_daemon(runtimes={"runsc": RUNSC_ARGS}))
+        except docker_images.DockerUnavailable as e:
+            reason = f"it needs a throwaway Docker daemon with gVisor: {e} (Debian: apt-get install runsc)"
+            skip_loudly(request.config, "the gVisor sandbox test", reason, required_by=REQUIRE_DOCKER)
+        stack.callback(monkeypatch.delenv, "DOCKER_HOST", raising=False)  # before the daemon stops
         save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
         loaded = subprocess.run(
             ["docker", "load"], stdin=save.stdout, env={**os.environ, "DOCKER_HOST": host}, capture_output=True
@@ -284,9 +299,37 @@ def test_model_code_stays_in_the_gvisor_sandbox(
         monkeypatch.setenv("DOCKER_HOST", host)
         monkeypatch.setenv(SECRET_NAME, SECRET)
         attack(code_pkg, image, token, "runsc", caplog)
-    finally:
-        monkeypatch.delenv("DOCKER_HOST", raising=False)
-        daemon.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_killed_run_leaves_no_container_and_no_socket_folder(
+    code_pkg: str, image: str, token: str, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """A real `vf-eval` is killed while its sandboxed episode waits on the model: its
+    reaper removes the container and the run's socket folder (named by its owner label)."""
+
+    def slow(messages: list[dict[str, Any]]) -> str:
+        time.sleep(60)
+        return json.dumps({"code": PLAIN})
+
+    model = ScriptedChatModel(slow)
+    with serve_app(model) as model_url:
+        proc = start_eval(code_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=sandbox_taskset(image, token))
+        try:
+            assert wait_for(lambda: len(model.requests) >= 1, 240), (tmp_path / "vf-eval.log").read_text()[-2000:]
+            (container,) = containers(token)
+            shown = docker_images.docker(
+                "inspect", "--format", f'{{{{index .Config.Labels "{OWNER_LABEL}"}}}}', container
+            )
+            owner = shown.stdout.strip()
+            assert len(folders.owned(owner)) == 1, (owner, sandbox_dirs())
+            proc.send_signal(sig)
+            proc.wait(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert wait_for(lambda: containers(token) == [], 60), containers(token)
+    assert wait_for(lambda: folders.owned(owner) == [], 30), folders.owned(owner)
 
 
 def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, image: str, token: str) -> None:

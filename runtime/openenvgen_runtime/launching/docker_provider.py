@@ -8,7 +8,8 @@ as `-e NAME` (the value is read by the docker CLI, never put on its command line
 container gets nothing of this process's environment but `env_vars` and `pass_env`. It also
 reports a container that exited and the tail of its log. With a `sandbox`
 (`sandbox.hardening`) the container is hardened; without network, it is reached through
-its shim's socket and a loopback relay (`sandbox.isolated`), removed with the container.
+its shim's socket and a loopback relay (`sandbox.isolated`), removed with the container
+(its folder is marked with the container's owner label, for the reaper).
 
 Importing this module imports OpenEnv's providers: `launch` imports it only for a Docker run.
 """
@@ -21,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from openenvgen_runtime.launching.docker_cli import docker, ensure_image, label_args, last_line
+from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args
@@ -71,7 +72,7 @@ class DockerServer(LocalDockerProvider):
         if self.sandbox is not None:
             command += hardening_args(self.sandbox, "run")
         if self.sandbox is not None and self.sandbox.isolated:
-            self.isolated = Isolated.prepare(image)
+            self.isolated = Isolated.prepare(image, self.labels.get(OWNER_LABEL))
             command += self.isolated.run_args(image)
         else:
             command += ["-p", f"127.0.0.1:{port}:8000", image]

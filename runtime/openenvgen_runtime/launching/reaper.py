@@ -3,7 +3,8 @@
 A small watcher process per run waits for its parent to end (however it ends, SIGKILL
 included) and then removes every container and Swarm service carrying the run's owner
 label, then the Swarm secrets and configs carrying it (a Swarm launch's access secret and
-gate program). A normal stop closes it, which runs the same sweep.
+gate program), then the run's sandbox socket folders (`sandbox.folders`, named by the
+owner). A normal stop closes it, which runs the same sweep.
 
 Run as `python -m openenvgen_runtime.launching.reaper OWNER`, it is that watcher.
 """
@@ -17,11 +18,12 @@ import sys
 import time
 
 from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, docker
+from openenvgen_runtime.launching.sandbox import folders
 
 
 def remove_owned(owner: str, wait: float = 30.0) -> None:
     """Remove every service and container labelled with `owner`; wait for them to go; then
-    the secrets and configs labelled with it."""
+    the secrets and configs labelled with it, and the sandbox folders marked with it."""
     selector = f"label={OWNER_LABEL}={owner}"
     services = docker("service", "ls", "-q", "--filter", selector).stdout.split()
     if services:
@@ -41,6 +43,7 @@ def remove_owned(owner: str, wait: float = 30.0) -> None:
         owned = docker(kind, "ls", "-q", "--filter", selector).stdout.split()
         if owned:
             docker(kind, "rm", *owned)
+    folders.remove_owned(owner)
 
 
 class Reaper:

@@ -6,7 +6,8 @@ function for both modes; `shim` is the program a network-less container starts f
 image's own python, standard library only): it runs the image's command and relays a Unix
 socket in a bind-mounted folder to its port; `relay` is the host's end of that socket, a
 loopback port, so OpenEnv's client reaches the server by URL as before; `isolated` puts the
-three together for one `docker run`.
+three together for one `docker run`, its socket folder made by `folders`, which names it by
+the run's owner so that the run's reaper finds it.
 
-Layers: shim < hardening, relay < isolated
+Layers: folders, shim < hardening, relay < isolated
 """

@@ -1,7 +1,8 @@
 """A network-less sandboxed container's way in: the shim, its socket folder and the host relay.
 
 For one `docker run`: `Isolated.prepare` reads the image's own command (`docker image
-inspect`: Entrypoint then Cmd, unchanged) and makes a private folder for the socket;
+inspect`: Entrypoint then Cmd, unchanged) and makes a private folder for the socket, marked
+with the run's owner (`folders`: the run's reaper removes it if the run dies);
 `run_args` bind-mounts that folder and the shim (read-only) and starts the shim with the
 image's `python3` in place of the entrypoint; `connect` starts the host's `Relay` to the
 socket and returns its loopback URL; `close` stops the relay and removes the folder, on
@@ -13,12 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import tempfile
 from pathlib import Path
 
 from openenvgen_runtime.launching.docker_cli import docker, last_line
 from openenvgen_runtime.launching.errors import LaunchError
-from openenvgen_runtime.launching.sandbox import shim
+from openenvgen_runtime.launching.sandbox import folders, shim
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
 
@@ -44,9 +44,9 @@ def image_command(image: str) -> list[str]:
 class Isolated:
     """The socket folder, shim and relay of one sandboxed container without network."""
 
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], owner: str | None = None) -> None:
         self.command = command
-        self.folder = Path(tempfile.mkdtemp(prefix="openenvgen-sandbox-"))
+        self.folder = folders.make(owner)
         # Ours alone (0700): the shim creates the socket here with DAC_OVERRIDE; the server's
         # user, and so model code, cannot enter it, nor can another local user.
         self.sockets = self.folder / "socket"
@@ -54,8 +54,9 @@ class Isolated:
         self.relay: Relay | None = None
 
     @classmethod
-    def prepare(cls, image: str) -> Isolated:
-        return cls(image_command(image))
+    def prepare(cls, image: str, owner: str | None = None) -> Isolated:
+        """For a container of `image` of the run whose owner label value is `owner`."""
+        return cls(image_command(image), owner)
 
     def run_args(self, image: str) -> list[str]:
         """`docker run` arguments from the entrypoint on: mounts, the shim, the image, its command."""
