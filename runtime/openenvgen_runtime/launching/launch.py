@@ -179,9 +179,10 @@ class Launcher:
         self._checked = True
 
     def labels(self) -> dict[str, str]:
-        """Ours (the run's owner, for the reaper) with the user's `provider_kwargs.labels`."""
+        """The user's `provider_kwargs.labels` with ours over them: the run's owner label is what
+        its reaper removes by, so a user's label of that name must not hide the run's containers."""
         extra = self.config.provider_kwargs.get("labels")
-        return {RUNTIME_LABEL: "1", OWNER_LABEL: self.owner, **(extra or {})}
+        return {**(extra or {}), RUNTIME_LABEL: "1", OWNER_LABEL: self.owner}
 
     def _make(self) -> Provider:
         """Blocking: make one provider and own it before it starts, so `stop()` stops it even

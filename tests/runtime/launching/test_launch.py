@@ -176,3 +176,18 @@ def test_no_server_left_after_the_eval_process_is_signalled(
             if proc.poll() is None:
                 proc.kill()
     assert wait_for(lambda: marked_processes(marker) == [], timeout=20), marked_processes(marker)
+
+
+def test_a_users_label_cannot_take_the_runs_owner_label() -> None:
+    """The reaper removes a run's containers and folders by its owner label: a user's
+    `provider_kwargs.labels` of the same name is overridden, other labels are kept."""
+    from openenvgen_runtime.config import AdapterConfig
+    from openenvgen_runtime.launching.docker_cli import OWNER_LABEL
+    from openenvgen_runtime.launching.launch import Launcher
+
+    config = AdapterConfig(
+        env="test/guess-env", use_docker=True, provider_kwargs={"labels": {OWNER_LABEL: "someone", "team": "rl"}}
+    )
+    launcher = Launcher(config, mcp=False)
+    assert launcher.labels()[OWNER_LABEL] == launcher.owner != "someone"
+    assert launcher.labels()["team"] == "rl"
