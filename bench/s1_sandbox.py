@@ -27,7 +27,6 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,17 +46,9 @@ CODES = [
 
 
 def _package(workdir: Path) -> str:
-    from openenvgen_testsupport.adapters import generate_from_server
-    from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
-    from openenvgen_testsupport.servers import serve_app
+    from openenvgen_testsupport.adapters import generate_code_env_package
 
-    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
-    try:
-        from code_env.server import app
-    finally:
-        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
-    with serve_app(app, ready_path="/health") as url:
-        return generate_from_server("s1code", str(url), workdir / "s1-pkgs", executes_code=True)
+    return generate_code_env_package(workdir / "s1-pkgs")
 
 
 def _taskset(side: str, image: str, marker: str) -> dict[str, Any]:

@@ -38,8 +38,7 @@ from openenvgen_runtime.launching.docker_cli import OWNER_LABEL
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_from_server, load_env, model_context, outcome, wait_for
-from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
+from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
@@ -79,15 +78,7 @@ def image(host_left_as_found: None) -> str:
 @pytest.fixture(scope="module")
 def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The code env's package, generated with `--executes-code` (sandboxed by default)."""
-    import sys
-
-    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
-    try:
-        from code_env.server import app
-    finally:
-        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
-    with serve_app(app, ready_path="/health") as url:
-        return generate_from_server("runcode", str(url), tmp_path_factory.mktemp("pkgs"), executes_code=True)
+    return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
 
 
 class Listener:

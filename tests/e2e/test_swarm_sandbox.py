@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,8 +28,7 @@ import websockets
 from websockets.exceptions import InvalidStatus
 
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_from_server, load_env, model_context, outcome
-from openenvgen_testsupport.paths import UV_CODE_FIXTURE_PROJECT
+from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
@@ -93,13 +91,7 @@ def image(host_left_as_found: None) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The code env's package, generated with `--executes-code` (sandboxed by default)."""
-    sys.path.insert(0, str(UV_CODE_FIXTURE_PROJECT))
-    try:
-        from code_env.server import app
-    finally:
-        sys.path.remove(str(UV_CODE_FIXTURE_PROJECT))
-    with serve_app(app, ready_path="/health") as url:
-        return generate_from_server("swarmcode", str(url), tmp_path_factory.mktemp("pkgs"), executes_code=True)
+    return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
 
 
 class Codes:
