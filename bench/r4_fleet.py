@@ -176,7 +176,8 @@ def one_run(
 
     def kill() -> None:
         event["model_turns_at_kill"] = len(model.requests)
-        (out_dir / "kill.json.tmp").write_text(json.dumps({"url": victim.url, "pgid": victim.provider.process.pid}))
+        victim_pid = victim.provider.server.process.pid
+        (out_dir / "kill.json.tmp").write_text(json.dumps({"url": victim.url, "pgid": victim_pid}))
         (out_dir / "kill.json.tmp").rename(out_dir / "kill.json")
         deadline = time.monotonic() + 30
         while not (out_dir / "killed.json").exists():
@@ -184,7 +185,7 @@ def one_run(
                 raise RuntimeError("R4: the pool probe did not kill the server")
             time.sleep(0.01)
         killed = json.loads((out_dir / "killed.json").read_text())
-        victim.provider.process.wait()
+        victim.provider.server.process.wait()
         event["in_flight"] = killed["in_flight"]
         event["killed_at"] = time.monotonic()
         log(
