@@ -46,9 +46,12 @@ class Worker:
         """Send the one job, `function(*args)` (a module-level function): the worker runs it
         as soon as its imports are done."""
         assert self._jobs is not None
-        with os.fdopen(self._jobs, "wb") as jobs:
-            pickle.dump((function, args), jobs)
-        self._jobs = None
+        jobs_fd, self._jobs = self._jobs, None
+        try:
+            with os.fdopen(jobs_fd, "wb") as jobs:
+                pickle.dump((function, args), jobs)
+        except BrokenPipeError:  # the worker is gone: `result` answers None, the caller does the job
+            pass
 
     def result(self) -> Any:
         """The job's value, its exception raised here, or None when the worker ended without
