@@ -31,6 +31,14 @@ def parse_range(text: str | None) -> tuple[int | None, int | None]:
     return start, stop
 
 
+def _command_line_list(text: str) -> list[Any]:
+    """A list as the command line gives it: a JSON list, or items separated by commas."""
+    text = text.strip()
+    if text.startswith("["):
+        return list(json.loads(text))
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 class AdapterConfig(vf.TasksetConfig):
     env: str | None = None
     """OpenEnv env id to launch; generated packages set their own default. With `base_url`
@@ -148,13 +156,7 @@ class AdapterConfig(vf.TasksetConfig):
     @field_validator("pass_env", mode="before")
     @classmethod
     def _name_list(cls, value: Any) -> Any:
-        # From the command line: a JSON list, or names separated by commas.
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [part.strip() for part in text.split(",") if part.strip()]
-        return value
+        return _command_line_list(value) if isinstance(value, str) else value
 
     @field_validator("base_url_headers", mode="before")
     @classmethod
@@ -174,13 +176,9 @@ class AdapterConfig(vf.TasksetConfig):
     @field_validator("base_url", mode="before")
     @classmethod
     def _url_list(cls, value: Any) -> Any:
-        # From the command line a fleet arrives as one string: a JSON list or comma-separated.
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            if "," in text:
-                return [part.strip() for part in text.split(",") if part.strip()]
+        # A fleet from the command line is one string; a single URL stays one.
+        if isinstance(value, str) and (value.strip().startswith("[") or "," in value):
+            return _command_line_list(value)
         return value
 
     @model_validator(mode="after")
