@@ -25,6 +25,7 @@ import pytest
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_servers.ports import free_port
 from openenvgen_testsupport.adapters import (
+    launch_error,
     load_env,
     marked_processes,
     model_context,
@@ -246,15 +247,7 @@ def test_a_startup_timeout_reports_the_servers_log_tail(guess_pkg: str, tmp_path
     marker = uuid.uuid4().hex
     env = load_env(guess_pkg, uv_taskset(marker, startup_timeout=25, env_vars={"PYTHONPATH": str(tmp_path)}))
 
-    async def main() -> None:
-        try:
-            await env.start()
-        finally:
-            await env.stop()
-
-    with pytest.raises(LaunchError) as info:
-        asyncio.run(main())
-    message = str(info.value)
+    message = str(launch_error(env))
     assert message.startswith("test/guess-env (uv): server not ready after 25s at http://127.0.0.1:"), message
     assert "; last lines of its log:\n" in message
     assert message.rstrip().endswith("warming a cache that never warms"), message

@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 
 from openenvgen_runtime.launching.errors import LaunchError
-from openenvgen_testsupport.adapters import generate_from_server, load_env, marked_processes, model_context, outcome
+from openenvgen_testsupport.adapters import (
+    generate_from_server,
+    launch_error,
+    load_env,
+    marked_processes,
+    model_context,
+    outcome,
+)
 from openenvgen_testsupport.paths import UV_CODE_FIXTURE_APP, UV_CODE_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
@@ -56,15 +63,7 @@ def test_the_uv_launch_of_a_code_executing_package_is_refused_in_one_line(code_p
     marker = uuid.uuid4().hex
     env = load_env(code_pkg, uv_code_taskset(marker))
 
-    async def main() -> None:
-        try:
-            await env.start()
-        finally:
-            await env.stop()
-
-    with pytest.raises(LaunchError) as info:
-        asyncio.run(main())
-    message = str(info.value)
+    message = str(launch_error(env))
     assert "\n" not in message
     assert "runs model-written code" in message
     assert "allow_host_execution = true" in message and "use_docker" in message
@@ -137,14 +136,7 @@ def test_a_catalog_envs_missing_key_is_one_warning_line(
     caplog.set_level(logging.WARNING)
     env = load_env("jupyter-openenv", {"provider_kwargs": {"project_path": str(tmp_path)}, "startup_timeout": 60})
 
-    async def main() -> None:
-        try:
-            await env.start()
-        finally:
-            await env.stop()
-
-    with pytest.raises(LaunchError):
-        asyncio.run(main())
+    launch_error(env)
     warnings = [
         r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "E2B_API_KEY" in r.getMessage()
     ]

@@ -15,6 +15,7 @@ import pytest
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_testsupport.adapters import (
     generate_from_server,
+    launch_error,
     load_env,
     marked_processes,
     outcome,
@@ -106,15 +107,9 @@ def test_server_that_dies_while_starting_is_reported_at_once_with_its_log(guess_
     # noticed while waiting, can end this launch in time.
     env = load_env(guess_pkg, uv_taskset(marker, env_vars={"GUESS_ENV_CRASH": "1"}, startup_timeout=3600))
 
-    async def main() -> None:
-        try:
-            await env.start()
-        finally:
-            await env.stop()
-
-    with pytest.raises(LaunchError, match="server exited with code 1 while starting") as info:
-        asyncio.run(main())
-    assert "crashing on purpose" in str(info.value)
+    message = str(launch_error(env))
+    assert "server exited with code 1 while starting" in message
+    assert "crashing on purpose" in message
     assert marked_processes(marker) == []
 
 

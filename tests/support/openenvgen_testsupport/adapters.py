@@ -96,6 +96,24 @@ def generate_code_env_package(root: Path) -> str:
         return generate_from_server("runcode", str(url), root, executes_code=True)
 
 
+def launch_error(env: Any) -> BaseException:
+    """The LaunchError that starting `env`'s servers raises (the env is stopped either way);
+    the calling test fails if none is raised."""
+    import pytest
+
+    from openenvgen_runtime.launching.errors import LaunchError
+
+    async def start_and_stop() -> None:
+        try:
+            await env.start()
+        finally:
+            await env.stop()
+
+    with pytest.raises(LaunchError) as info:
+        asyncio.run(start_and_stop())
+    return info.value
+
+
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1) -> bool:
     """Poll `predicate` until it holds or `timeout` seconds pass; its last answer."""
     deadline = time.monotonic() + timeout
