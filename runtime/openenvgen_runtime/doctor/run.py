@@ -176,22 +176,30 @@ async def _episodes(
     for index in range(options.episodes):
         spec = chosen[min(index // options.group_size, len(chosen) - 1)]
         play = Play(task=spec.name, reset=dict(spec.reset))
-        try:
-            async with Session(url, options.timeout) as session:
-                await play_episode(
-                    session,
-                    play,
-                    policy,
-                    random.Random(index),
-                    models=models,
-                    max_steps=options.max_steps,
-                    measured=measured,
-                )
-        except (Lost, Refused) as e:
-            play.error = f"session not opened: {e}"
+        await _play_in_session(url, play, policy, random.Random(index), models, options, measured)
         measured.plays.append(play)
         bar.progress.update(stage, advance=1)
     return measured
+
+
+async def _play_in_session(
+    url: str,
+    play: Play,
+    policy: Policy,
+    rng: random.Random,
+    models: Models,
+    options: Options,
+    measured: Measured,
+    script: list[dict[str, Any]] | None = None,
+) -> None:
+    """Play one episode in a session of its own; a session that cannot be opened is the play's error."""
+    try:
+        async with Session(url, options.timeout) as session:
+            await play_episode(
+                session, play, policy, rng, models=models, max_steps=options.max_steps, measured=measured, script=script
+            )
+    except (Lost, Refused) as e:
+        play.error = f"session not opened: {e}"
 
 
 async def _replays(
@@ -207,20 +215,7 @@ async def _replays(
     mismatches: list[Mismatch] = []
     for original in chosen:
         again = Play(task=original.task, reset=dict(original.reset))
-        try:
-            async with Session(url, options.timeout) as session:
-                await play_episode(
-                    session,
-                    again,
-                    policy,
-                    random.Random(0),
-                    models=models,
-                    max_steps=options.max_steps,
-                    measured=Measured(),
-                    script=original.actions,
-                )
-        except (Lost, Refused) as e:
-            again.error = f"session not opened: {e}"
+        await _play_in_session(url, again, policy, random.Random(0), models, options, Measured(), original.actions)
         found = compare(original, again)
         if found is not None:
             mismatches.append(found)
