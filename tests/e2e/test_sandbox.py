@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -39,6 +38,7 @@ from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome, wait_for
+from openenvgen_testsupport.host_listeners import Listener, bridge_address, connect_probe
 from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
@@ -81,56 +81,17 @@ def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
     return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
 
 
-class Listener:
-    """A TCP listener on the host that records every connection it accepts."""
-
-    def __init__(self, address: str) -> None:
-        self.sock = socket.create_server((address, 0))
-        self.address, self.port = address, self.sock.getsockname()[1]
-        self.accepted: list[Any] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, peer = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(peer)
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def bridge_address() -> str:
-    """The Docker bridge's host address (docker0's gateway) on the machine's daemon."""
-    found = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"],
-        capture_output=True,
-        text=True,
-        env={k: v for k, v in os.environ.items() if k != "DOCKER_HOST"},
-    )
-    return found.stdout.strip() or "172.17.0.1"
-
-
 def probe_code(host_file: str, listeners: list[Listener]) -> str:
-    targets = [(listener.address, listener.port) for listener in listeners]
     return "\n".join(
         [
-            "import json, os, socket",
+            "import json, os",
             f"found = {{'uid': os.getuid(), 'secret': os.environ.get({SECRET_NAME!r})}}",
             "try:",
             f"    open({host_file!r}, 'w').write('x')",
             "    found['wrote'] = 'in the container'",
             "except OSError as e:",
             "    found['wrote'] = type(e).__name__",
-            f"for address in {targets!r}:",
-            "    try:",
-            "        socket.create_connection(tuple(address), timeout=3).close()",
-            "        found[address[0]] = 'connected'",
-            "    except OSError as e:",
-            "        found[address[0]] = type(e).__name__",
+            *connect_probe(listeners),
             "print('probe', json.dumps(found), 'done')",
         ]
     )

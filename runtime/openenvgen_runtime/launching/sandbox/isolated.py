@@ -77,7 +77,7 @@ class Isolated:
 
     def connect(self) -> str:
         """Start the host's relay to the container's socket; its loopback URL."""
-        self.relay = Relay(str(self.sockets / SOCKET))
+        self.relay = Relay.to_socket(str(self.sockets / SOCKET))
         return self.relay.url
 
     def close(self) -> None:

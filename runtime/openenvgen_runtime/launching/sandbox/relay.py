@@ -1,10 +1,13 @@
-"""The host end of a sandboxed container's socket: a loopback TCP port relayed to it.
+"""The host end of a sandboxed server: a loopback TCP port relayed to wherever it is reached.
 
-OpenEnv's client takes a URL, and a sandboxed container has no network: its server is
-reached through a Unix socket in a folder bind-mounted into it (see `shim`). `Relay` listens
-on a free 127.0.0.1 port and relays each connection to that socket, on an event loop in a
-thread of its own (so the eval's loop never carries the bytes and a blocking launch can
-start it); `close` stops it and its connections, and joins the thread.
+OpenEnv's client takes a URL, and a sandboxed server has no network of the host's: a
+container's is reached through a Unix socket in a folder bind-mounted into it (see `shim`),
+a Swarm replica's through its launch's router (`swarm_network`). `Relay` listens on a free
+127.0.0.1 port and relays each connection to a fresh upstream connection that its opener
+makes, on an event loop in a thread of its own (so the eval's loop never carries the bytes
+and a blocking launch can start it); `close` stops it and its connections, and joins the
+thread. An upstream that cannot be opened closes the client's connection (a health probe
+retries).
 """
 
 from __future__ import annotations
@@ -12,25 +15,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 
 from openenvgen_runtime.launching.sandbox.shim import splice
 
+Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+"""Opens one upstream connection, in the relay's loop (ConnectionError/OSError when it cannot)."""
+
 
 class Relay:
-    """127.0.0.1:`port` → the Unix socket at `path`, until `close`."""
+    """127.0.0.1:`port` → a new connection from `opener` per connection, until `close`."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, opener: Opener, name: str) -> None:
+        self.opener = opener
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
         self._server: asyncio.Server | None = None
-        self._thread = threading.Thread(target=self._run, name=f"sandbox-relay {path}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"sandbox-relay {name}", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._server is None:
             raise OSError("the sandbox relay could not listen on 127.0.0.1")
         self.port: int = self._server.sockets[0].getsockname()[1]
+
+    @classmethod
+    def to_socket(cls, path: str) -> Relay:
+        """A relay to the Unix socket at `path`."""
+        return cls(lambda: asyncio.open_unix_connection(path), path)
 
     @property
     def url(self) -> str:
@@ -47,7 +59,7 @@ class Relay:
         self._stopped = asyncio.Event()
 
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await splice(reader, writer, asyncio.ensure_future(asyncio.open_unix_connection(self.path)))
+            await splice(reader, writer, asyncio.ensure_future(self.opener()))
 
         try:
             self._server = await asyncio.start_server(accepted, "127.0.0.1", 0)
