@@ -1,11 +1,16 @@
 """A code-executing package on Swarm, sandboxed (its default): on the machine's single-node
 swarm, the code env (it runs the action's Python) launched with `use_swarm`, played by a
-scripted model whose code reports its uid, whether the trainer's variable reached it and
-whether it can write outside /tmp, and forks until refused. Outcome: the model's code runs
-as nobody (65534) on a read-only root, sees no variable set only in this (the trainer's)
-process, and its forks stop at `sandbox_pids`; the access gate still admits the run (every
-episode plays, the replica too goes on after the forks) and refuses a client without the
-launch's secret; the launch line says the sandbox ran; nothing is left afterwards.
+scripted model whose code reports its uid, whether the trainer's variable reached it,
+whether it can write outside /tmp and whether it can connect to listeners on the host's
+loopback, the Docker bridge's and the Swarm gateway bridge's host addresses and the node's
+own address, and forks until refused. Outcome: the model's code runs as nobody (65534) on a
+read-only root, sees no variable set only in this (the trainer's) process, connects to
+nothing (no listener accepts a connection: the replica's only network is its launch's
+internal one, and it publishes no port), and its forks stop at `sandbox_pids`; the router
+and the gate still admit the run (every episode plays, the replica too goes on after the
+forks) and refuse a client without the launch's secret, straight at the router's published
+port as through the run's relay; the launch line says the sandbox ran without network;
+nothing is left afterwards, the launch's networks included.
 
 The forks run only inside the replica, which has small limits (processes, memory, half a
 CPU), and stop by themselves after FORK_CAP, so a replica that had no process limit fails
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -27,8 +33,12 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
+from openenvgen_runtime.launching.docker_cli import service_tasks
+from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome
+from openenvgen_testsupport.host_listeners import Listener, connect_probe, host_addresses
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
@@ -40,19 +50,25 @@ PIDS = 96
 """The replica's process limit: the gate, the server and its threads fit well below it."""
 FORK_CAP = 1000
 """Where the fork probe stops by itself: far above PIDS, far below what hurts the machine."""
-PROBE = "\n".join(
-    [
-        "import errno, json, os",
-        f"found = {{'uid': os.getuid(), 'secret': os.environ.get({SECRET_NAME!r})}}",
-        "for path in ('/app/written', '/written', '/tmp/written'):",
-        "    try:",
-        "        open(path, 'w').write('x')",
-        "        found[path] = 'written'",
-        "    except OSError as e:",
-        "        found[path] = errno.errorcode[e.errno]",
-        "print('probe', json.dumps(found), 'done')",
-    ]
-)
+
+
+def probe_code(listeners: list[Listener]) -> str:
+    return "\n".join(
+        [
+            "import errno, json, os",
+            f"found = {{'uid': os.getuid(), 'secret': os.environ.get({SECRET_NAME!r})}}",
+            "for path in ('/app/written', '/written', '/tmp/written'):",
+            "    try:",
+            "        open(path, 'w').write('x')",
+            "        found[path] = 'written'",
+            "    except OSError as e:",
+            "        found[path] = errno.errorcode[e.errno]",
+            *connect_probe(listeners),
+            "print('probe', json.dumps(found), 'done')",
+        ]
+    )
+
+
 FORKS = "\n".join(
     [
         "import os, signal",
@@ -124,6 +140,45 @@ async def unauthenticated(url: str) -> dict[str, int]:
     return statuses
 
 
+def through_router(router: tuple[str, int], replica: str, request: bytes) -> str:
+    """The status line a client without the secret gets for `request`, sent straight to the
+    router's published port and tunnelled to the replica's gate (no relay of the run)."""
+    with socket.create_connection(router, timeout=10) as connection:
+        connection.sendall(f"CONNECT {replica}:{GATE_PORT} HTTP/1.1\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += connection.recv(1)
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        connection.sendall(request)
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    return reply.split(b"\r\n", 1)[0].decode()
+
+
+def swarm_layout(token: str) -> dict[str, Any]:
+    """The launch as Docker has it: its services, the replicas' networks (internal?) and
+    published ports, the router's published address and the replica's address."""
+    services = {
+        docker_images.docker("service", "inspect", "--format", "{{.Spec.Name}}", s).stdout.strip(): s
+        for s in docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
+    }
+    (router,) = [name for name in services if name.endswith("-router")]
+    (replicas,) = [name for name in services if name != router]
+    (task,) = [t for t in service_tasks(replicas) if t["Status"]["State"] == "running"]
+    (router_task,) = [t for t in service_tasks(router) if t["Status"]["State"] == "running"]
+    networks = [a["Network"]["Spec"]["Name"] for a in task["NetworksAttachments"]]
+    return {
+        "replicas": replicas,
+        "internal": [
+            docker_images.docker("network", "inspect", "--format", "{{.Internal}}", n).stdout.strip() for n in networks
+        ],
+        "published": task["Status"].get("PortStatus", {}).get("Ports"),
+        "replica": task["NetworksAttachments"][0]["Addresses"][0].split("/")[0],
+        "router": ("127.0.0.1", router_task["Status"]["PortStatus"]["Ports"][0]["PublishedPort"]),
+    }
+
+
 def reported(episode: Any, word: str) -> str:
     """What the model's code printed after `word` (up to its `done`), from the episode."""
     text = episode.model_dump_json().replace('\\"', '"')
@@ -151,13 +206,24 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
         "sandbox_cpus": 0.5,
         "provider_kwargs": {"image": image, "labels": labels},
     }
-    model = ScriptedChatModel(Codes([PROBE, PLAIN, FORKS, PLAIN]))
+    listeners = [Listener(address) for address in host_addresses()]
+    model = ScriptedChatModel(Codes([probe_code(listeners), PLAIN, FORKS, PLAIN]))
     with serve_app(model) as model_url:
         env = load_env(code_pkg, taskset)
 
-        async def main() -> tuple[list[Any], list[dict[str, int]], str]:
+        async def main() -> tuple[list[Any], list[dict[str, int]], str, dict[str, Any], dict[str, str]]:
             async with env.serving():
                 refused = [await unauthenticated(s.url) for s in env.pool.servers]
+                layout = await asyncio.to_thread(swarm_layout, token)
+                direct = {
+                    request.split(b" HTTP", 1)[0].decode(): await asyncio.to_thread(
+                        through_router, layout["router"], layout["replica"], request
+                    )
+                    for request in (
+                        b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                        b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+                    )
+                }
                 ctx = model_context(str(model_url))
                 (task,) = list(env.taskset)[:1]
                 # The probe and a plain episode at once, then the forks, then one more: the
@@ -165,15 +231,21 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
                 first = await asyncio.gather(env.run_episode(task, ctx), env.run_episode(task, ctx))
                 forks = await env.run_episode(task, ctx)
                 after = await env.run_episode(task, ctx)
-                (service,) = docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
                 limits = docker_images.docker(
-                    "service", "inspect", "--format", "{{json .Spec.TaskTemplate.Resources.Limits}}", service
+                    "service", "inspect", "--format", "{{json .Spec.TaskTemplate.Resources.Limits}}", layout["replicas"]
                 ).stdout
-                return [*first, forks, after], refused, limits
+                return [*first, forks, after], refused, limits, layout, direct
 
-        episodes, refused, limits = asyncio.run(main())
+        try:
+            episodes, refused, limits, layout, direct = asyncio.run(main())
+        finally:
+            for listener in listeners:
+                listener.close()
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
     assert refused == [{"GET /health": 200, "POST /reset": 401, "POST /step": 401, "WS /ws": 401}], refused
+    assert direct == {"GET /health": "HTTP/1.1 200 OK", "POST /reset": "HTTP/1.1 401 Unauthorized"}, direct
+    print("the launch:", layout)
+    assert layout["internal"] == ["true"] and not layout["published"], layout
     assert json.loads(limits)["Pids"] == PIDS, limits
     probe = next(e for e in episodes if "probe {" in e.model_dump_json())
     found = json.loads(reported(probe, "probe"))
@@ -181,9 +253,37 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     assert found["uid"] == 65534 and found["secret"] is None, found
     assert found["/app/written"] == found["/written"] == "EROFS", found  # not EACCES: the root is read-only
     assert found["/tmp/written"] == "written", found  # the scratch tmpfs
+    assert len(listeners) >= 3, [listener.address for listener in listeners]
+    for listener in listeners:
+        assert found[listener.address] != "connected", found
+        assert listener.accepted == [], f"{listener.address} accepted {listener.accepted}"
     count, refusal = reported(next(e for e in episodes if "forks " in e.model_dump_json()), "forks").split()
     print(f"the model's code forked {count} times before {refusal}")
     assert refusal == "BlockingIOError" and 0 < int(count) < PIDS, (count, refusal)  # EAGAIN at the limit
-    assert "swarm, sandboxed on the node's runtime, network egress" in caplog.text
+    assert "swarm, sandboxed on the node's runtime, no network" in caplog.text
     assert SECRET not in caplog.text and SECRET not in repr([e.model_dump_json() for e in episodes])
     assert docker_images.labelled(token) == []
+
+
+def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: str, image: str, token: str) -> None:
+    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
+    network = f"openenvgen-test-{token}"
+    taskset = {
+        "env": "test/code-env",
+        "use_swarm": True,
+        "provider_kwargs": {"image": image, "labels": labels, "overlay_network": network},
+    }
+    env = load_env(code_pkg, taskset)
+
+    async def main() -> None:
+        async with env.serving():
+            raise AssertionError("started")
+
+    with pytest.raises(LaunchError) as info:
+        asyncio.run(main())
+    assert str(info.value) == (
+        "overlay_network: the sandbox keeps replicas off every network but their own (sandbox_network = none); "
+        f"set sandbox_network = egress to attach them to {network}"
+    )
+    assert docker_images.labelled(token) == []
+    assert docker_images.docker("network", "inspect", network, check=False).returncode != 0  # not made either

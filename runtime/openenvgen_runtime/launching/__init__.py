@@ -6,10 +6,11 @@ Layer 1 (after `config`, `mcp_models`, `turn`, `access`): may import `config`, `
 `docker_provider`, `swarm_provider`, imported only when that mode runs, each seen as a
 `provider.Provider`), waits for `/health` and reads its interface (`servers`); `reaper`
 removes containers a dead run left; `swarm_gate` puts an access gate in front of each
-Swarm replica (a per-launch secret that only the run holds); `openenv_import` imports OpenEnv
+Swarm replica (a per-launch secret that only the run holds); `swarm_isolation` keeps a
+sandboxed launch's replicas on a network of their own behind a router; `openenv_import` imports OpenEnv
 without its web UI; `process_hooks` prints a launch failure as one line; `errors.LaunchError`
 is the one error; `sandbox` hardens the containers of a run that executes model-written code.
 
 Layers: errors, openenv_import, provider < docker_cli, process_hooks, servers, uv_provider <
-sandbox < docker_provider, reaper, swarm_gate < swarm_provider < launch
+sandbox < docker_provider, reaper, swarm_gate < swarm_isolation < swarm_provider < launch
 """

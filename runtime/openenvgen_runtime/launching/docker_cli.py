@@ -6,8 +6,10 @@ nothing of OpenEnv, so the reaper (a process of its own) starts fast.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from typing import Any
 
 from openenvgen_runtime.launching.errors import LaunchError
 
@@ -60,3 +62,18 @@ def ensure_image(image: str, *, mode: str, timeout: float) -> None:
         raise LaunchError(
             f"{mode}: image {image} is not on this machine and cannot be pulled: {last_line(pulled.stderr)}"
         )
+
+
+def service_tasks(service: str) -> list[dict[str, Any]]:
+    """`docker inspect` of each task of a Swarm service (one per replica, past ones too)."""
+    ids = docker("service", "ps", "-q", "--no-trunc", service).stdout.split()
+    if not ids:
+        return []
+    inspected = docker("inspect", *ids)
+    return json.loads(inspected.stdout) if inspected.returncode == 0 else []
+
+
+def node_address(node: str) -> str:
+    """A Swarm node's address as this machine reaches it (127.0.0.1 for a node without one)."""
+    addr = docker("node", "inspect", node, "--format", "{{.Status.Addr}}").stdout.strip()
+    return "127.0.0.1" if addr in {"", "0.0.0.0"} else addr

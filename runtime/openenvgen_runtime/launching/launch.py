@@ -119,7 +119,10 @@ def make_provider(
         return docker_provider.provider_for(image, options, labels=labels or {}, timeout=timeout, sandbox=sandbox)
     from openenvgen_runtime.launching import swarm_provider
 
-    service = swarm_provider.provider_for(image, options, labels=labels or {}, replicas=replicas, timeout=timeout)
+    isolated = sandbox is not None and sandbox.isolated
+    service = swarm_provider.provider_for(
+        image, options, labels=labels or {}, replicas=replicas, timeout=timeout, isolated=isolated
+    )
     if sandbox is not None:
         service.hardening = hardening_args(sandbox, "service")
     return service

@@ -2,9 +2,9 @@
 
 A small watcher process per run waits for its parent to end (however it ends, SIGKILL
 included) and then removes every container and Swarm service carrying the run's owner
-label, then the Swarm secrets and configs carrying it (a Swarm launch's access secret and
-gate program), then the run's sandbox socket folders (`sandbox.folders`, named by the
-owner). A normal stop closes it, which runs the same sweep.
+label, then the Swarm secrets, configs and networks carrying it (a Swarm launch's access
+secret, gate and router programs, a sandboxed launch's networks), then the run's sandbox
+socket folders (`sandbox.folders`, named by the owner). A normal stop closes it, which runs the same sweep.
 
 Run as `python -m openenvgen_runtime.launching.reaper OWNER`, it is that watcher.
 """
@@ -43,6 +43,13 @@ def remove_owned(owner: str, wait: float = 30.0) -> None:
         owned = docker(kind, "ls", "-q", "--filter", selector).stdout.split()
         if owned:
             docker(kind, "rm", *owned)
+    # A sandboxed swarm launch's networks: freed by the swarm shortly after their last container.
+    networks = docker("network", "ls", "-q", "--filter", selector).stdout.split()
+    deadline = time.monotonic() + wait
+    while networks and time.monotonic() < deadline:
+        networks = [n for n in networks if docker("network", "rm", n).returncode != 0]
+        if networks:
+            time.sleep(0.5)
     folders.remove_owned(owner)
 
 

@@ -127,12 +127,12 @@ class SwarmGate:
             raise LaunchError(f"use_swarm: `docker {kind} create` failed: {error}")
         self._made.append((kind, name))
 
-    def service_args(self, server_command: list[str]) -> tuple[list[str], list[str]]:
+    def service_args(self, server_command: list[str], *, publish: bool = True) -> tuple[list[str], list[str]]:
         """(`docker service create` options, the command after the image): the gate
-        mounted and run in front of `server_command`, only the gate's port published."""
-        options = [
-            "--publish",
-            f"mode=host,target={GATE_PORT}",
+        mounted and run in front of `server_command`, only the gate's port published (none
+        when `publish` is false: the replicas are then reached through their router)."""
+        options = ["--publish", f"mode=host,target={GATE_PORT}"] if publish else []
+        options += [
             "--secret",
             f"source={self.name}-access,target={SECRET_FILE.rsplit('/', 1)[1]},mode=0444",
             "--config",

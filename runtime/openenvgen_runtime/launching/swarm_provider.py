@@ -15,6 +15,10 @@ path. A replica's environment is `env_vars` (`--env NAME=VALUE`, in the service'
 and the `pass_env` variables, each delivered as a Swarm secret of the launch that the gate
 sets in its server's environment (`--env NAME` would put the value in the spec).
 
+A sandbox without network (`sandbox_network = "none"`) changes how replicas are reached:
+they publish nothing and sit on an internal network of their own, behind the launch's
+router (`swarm_isolation`), and each is addressed by a loopback relay of this process.
+
 The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
 runtime never initialises one behind the user's back. Importing this module imports
 OpenEnv's providers: `launch` imports it only for a Swarm run.
@@ -23,17 +27,17 @@ OpenEnv's providers: `launch` imports it only for a Swarm run.
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line
+from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line, node_address, service_tasks
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, image_command
+from openenvgen_runtime.launching.swarm_isolation import IsolatedNetwork
 from openenvgen_servers.environment import container_env_args, passed_values
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints")
@@ -61,6 +65,7 @@ class SwarmService(DockerSwarmProvider):
         pass_env: Sequence[str] = (),
         overlay_network: str | None = None,
         server_command: Sequence[str] = (),
+        isolated: bool = False,
         **service_options: Any,
     ) -> None:
         # RuntimeError when no Docker answers or no swarm is active; creates the overlay network.
@@ -76,6 +81,9 @@ class SwarmService(DockerSwarmProvider):
         self.server_command = list(server_command)
         """What each replica's gate starts: the image's Entrypoint and Cmd (or `command`)."""
         self.gate = SwarmGate(labels)
+        self.isolated = IsolatedNetwork(labels, image, service_options.get("constraints")) if isolated else None
+        """The replicas' own network and router, for a sandbox without network."""
+        self._nodes: dict[str, str] = {}
 
     def start_container(
         self,
@@ -93,11 +101,19 @@ class SwarmService(DockerSwarmProvider):
         replicas have a base URL each (see `replicas`)."""
         name = f"{image.split('/')[-1].split(':')[0]}-swarm-{uuid.uuid4().hex[:12]}"
         self.gate.create(passed_values(self.pass_env, env_vars))
-        gate_options, gate_command = self.gate.service_args(self.server_command)
+        if self.isolated is not None:
+            try:
+                self.isolated.create(name)
+            except LaunchError:
+                self.gate.remove()
+                raise
+        gate_options, gate_command = self.gate.service_args(self.server_command, publish=self.isolated is None)
         cmd = ["docker", "service", "create", "--detach", "--name", name]
         cmd += ["--replicas", str(max(1, replicas)), *gate_options]
         cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
-        if self.network:
+        if self.isolated is not None:
+            cmd += self.isolated.replica_args()
+        elif self.network:
             cmd += ["--network", self.network]
         cmd += container_env_args("--env", env_vars, ())  # the pass_env values are the gate's (secrets)
         cmd += self.hardening  # the sandbox's, when the run has one (launch.make_provider)
@@ -111,6 +127,8 @@ class SwarmService(DockerSwarmProvider):
         cmd += gate_command
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
+            if self.isolated is not None:
+                self.isolated.remove()
             self.gate.remove()
             raise LaunchError(f"use_swarm: `docker service create` failed: {last_line(result.stderr)}")
         self.service_name = name
@@ -128,18 +146,14 @@ class SwarmService(DockerSwarmProvider):
                 selector = f"label=com.docker.swarm.service.name={name}"
                 while docker("ps", "-aq", "--filter", selector).stdout.split() and time.monotonic() < deadline:
                     time.sleep(0.5)
+        if self.isolated is not None:
+            self.isolated.remove()
         self.gate.remove()
         self.service_name = None
 
     def task_states(self) -> list[dict[str, Any]]:
         """`docker inspect` of each of the service's tasks (one per replica, past ones too)."""
-        if not self.service_name:
-            return []
-        ids = docker("service", "ps", "-q", "--no-trunc", self.service_name).stdout.split()
-        if not ids:
-            return []
-        inspected = docker("inspect", *ids)
-        return json.loads(inspected.stdout) if inspected.returncode == 0 else []
+        return service_tasks(self.service_name) if self.service_name else []
 
     # -- the pool's ReplicatedProvider --------------------------------------------------
 
@@ -150,7 +164,8 @@ class SwarmService(DockerSwarmProvider):
 
     def replicas(self) -> list[str]:
         """Base URLs of the replicas running now, one per task."""
-        addresses: dict[str, str] = {}
+        if self.isolated is not None:
+            return self.isolated.urls(self.task_states())
         urls = []
         for task in self.task_states():
             status = task.get("Status", {})
@@ -160,10 +175,9 @@ class SwarmService(DockerSwarmProvider):
             if not ports:
                 continue
             node = task.get("NodeID", "")
-            if node not in addresses:
-                addr = docker("node", "inspect", node, "--format", "{{.Status.Addr}}").stdout.strip()
-                addresses[node] = "127.0.0.1" if addr in {"", "0.0.0.0"} else addr
-            urls.append(f"http://{addresses[node]}:{ports[0]['PublishedPort']}")
+            if node not in self._nodes:
+                self._nodes[node] = node_address(node)
+            urls.append(f"http://{self._nodes[node]}:{ports[0]['PublishedPort']}")
         return sorted(set(urls))
 
     def request_headers(self) -> dict[str, str]:
@@ -171,12 +185,13 @@ class SwarmService(DockerSwarmProvider):
         return self.gate.request_headers()
 
     def failure(self) -> str | None:
-        """The swarm's reason when replicas cannot start (no such image, no node fits)."""
+        """The swarm's reason when replicas (or their router) cannot start (no such
+        image, no node fits)."""
         for task in self.task_states():
             status = task.get("Status", {})
             if status.get("State") in {"rejected", "failed"} and status.get("Err"):
                 return f"{status['State']}: {status['Err']}"
-        return None
+        return self.isolated.failure() if self.isolated is not None else None
 
     def exit_code(self) -> int | None:
         """Always None: Swarm restarts replicas itself, so the service as a whole never exits."""
@@ -197,12 +212,24 @@ class SwarmService(DockerSwarmProvider):
 
 
 def provider_for(
-    image: str, options: dict[str, Any], *, labels: dict[str, str], replicas: int, timeout: float
+    image: str,
+    options: dict[str, Any],
+    *,
+    labels: dict[str, str],
+    replicas: int,
+    timeout: float,
+    isolated: bool = False,
 ) -> SwarmService:
-    """A Swarm service for `image`, not created yet; one-line LaunchErrors for an engine
-    outside a swarm or a worker node. The image's command is read here, for the gate to
+    """A Swarm service for `image`, not created yet (its replicas without network when
+    `isolated`); one-line LaunchErrors for an engine outside a swarm or a worker node, and
+    for an `overlay_network` asked of replicas without network. The image's command is read here, for the gate to
     start it: from the manager's copy of the image, pulled first when the manager has none
     (the nodes that run the replicas pull it themselves, on a cluster from a registry)."""
+    if isolated and options.get("overlay_network"):
+        raise LaunchError(
+            "overlay_network: the sandbox keeps replicas off every network but their own "
+            f"(sandbox_network = none); set sandbox_network = egress to attach them to {options['overlay_network']}"
+        )
     state = docker("info", "--format", "{{.Swarm.LocalNodeState}}").stdout.strip() or "unknown"
     if state != "active":
         raise LaunchError(
@@ -223,6 +250,7 @@ def provider_for(
             pass_env=options.get("pass_env", ()),
             overlay_network=options.get("overlay_network"),
             server_command=server_command,
+            isolated=isolated,
             **service_options,
         )
     except RuntimeError as e:

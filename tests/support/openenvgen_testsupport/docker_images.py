@@ -227,7 +227,8 @@ def _project_image(repository: str, project: Path, package: str, app: str) -> st
 
 def ours(kind: str, label: str) -> list[str]:
     """IDs of containers (`kind="container"`), services (`"service"`), Swarm secrets
-    (`"secret"`) or Swarm configs (`"config"`) carrying `label` (none outside a swarm)."""
+    (`"secret"`), Swarm configs (`"config"`) or networks (`"network"`) carrying `label`
+    (no secret or config outside a swarm)."""
     if kind == "container":
         out = docker("ps", "-a", "-q", "--filter", f"label={label}", check=False).stdout
     else:
@@ -236,9 +237,9 @@ def ours(kind: str, label: str) -> list[str]:
 
 
 def labelled(token: str) -> list[str]:
-    """IDs of the services, containers, secrets and configs carrying one test's label value (TEST_LABEL)."""
+    """IDs of the services, containers, secrets, configs and networks carrying one test's label value (TEST_LABEL)."""
     selector = f"{TEST_LABEL}={token}"
-    return [item for kind in ("service", "container", "secret", "config") for item in ours(kind, selector)]
+    return [item for kind in ("service", "container", "secret", "config", "network") for item in ours(kind, selector)]
 
 
 def remove_labelled(token: str) -> None:
@@ -251,7 +252,7 @@ def remove_labelled(token: str) -> None:
     containers = ours("container", selector)
     if containers:
         docker("rm", "-f", *containers, check=False)
-    for kind in ("secret", "config"):  # once no service uses them
+    for kind in ("secret", "config", "network"):  # once no service uses them
         items = ours(kind, selector)
         if items:
             docker(kind, "rm", *items, check=False)
@@ -299,6 +300,7 @@ def host_state(label: str) -> dict[str, object]:
         "services": sorted(ours("service", label)),
         "secrets": sorted(ours("secret", label)),
         "configs": sorted(ours("config", label)),
+        "labelled networks": sorted(ours("network", label)),
     }
 
 

@@ -7,7 +7,8 @@ capabilities, a read-only root with a scratch tmpfs at /tmp (HOME), memory, proc
 limits, and, for `docker run`, `no-new-privileges`, no swap beyond the memory limit, no
 network (`sandbox_network = "none"`) and the chosen runtime. `docker service create` has no
 `--security-opt`, `--memory-swap`, `--runtime` or network-less mode: a Swarm replica runs
-on its node's default runtime and stays reachable (docs: Security).
+on its node's default runtime, and without network it is kept on an internal network of its
+launch behind a router instead (`swarm_isolation`; docs: Security).
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ class Sandbox:
 
     @property
     def isolated(self) -> bool:
-        """No network at all: the server is reached through the shim's socket."""
+        """No network beyond the server's own way in: a container's shim socket, a Swarm
+        replica's internal network behind its launch's router."""
         return self.network == "none"
 
     def describe(self, mode: str) -> str:
         """The launch line's words for it: `sandboxed on runsc, no network`."""
         on = "the node's runtime" if mode == "swarm" else self.runtime
-        net = "no network" if self.isolated and mode == "docker" else "network egress"
+        net = "no network" if self.isolated else "network egress"
         return f"sandboxed on {on}, {net}"
 
 
