@@ -2,19 +2,21 @@
 swarm, the code env (it runs the action's Python) launched with `use_swarm`, played by a
 scripted model whose code reports its uid, whether the trainer's variable reached it,
 whether it can write outside /tmp and whether it can connect to listeners on the host's
-loopback, the Docker bridge's and the Swarm gateway bridge's host addresses and the node's
-own address, and forks until refused. Outcome: the model's code runs as nobody (65534) on a
-read-only root, sees no variable set only in this (the trainer's) process, connects to
-nothing (no listener accepts a connection: the replica's only network is its launch's
-internal one, and it publishes no port), and its forks stop at `sandbox_pids`; the router
-and the gate still admit the run (every episode plays, the replica too goes on after the
-forks) and refuse a client without the launch's secret, straight at the router's published
-port as through the run's relay; the launch line says the sandbox ran without network;
-nothing is left afterwards, the launch's networks included.
+loopback, the Docker bridge's and the Swarm gateway bridge's host addresses and every
+other address of the host; then forks until refused, then writes memory until killed.
+Outcome: the model's code runs as nobody (65534) on a read-only root, sees no variable set
+only in this (the trainer's) process, connects to nothing (no listener accepts a
+connection: the replica's only network is its launch's internal one, and it publishes no
+port); its forks stop at `sandbox_pids`, and its memory at `sandbox_memory` (the kernel
+kills its process, which ends its step); the router and the gate still admit the run
+(every episode plays, the replica goes on after both probes) and refuse a client without
+the launch's secret, straight at the router's published port as through the run's relay;
+the launch line says the sandbox ran without network; nothing is left afterwards, the
+launch's networks included.
 
-The forks run only inside the replica, which has small limits (processes, memory, half a
-CPU), and stop by themselves after FORK_CAP, so a replica that had no process limit fails
-the test without taking the machine down.
+The probes run only inside the replica, which has small limits (processes, memory, half a
+CPU), and stop by themselves (FORK_CAP forks, MEMORY_CAP blocks), so a replica without
+limits fails the test without taking the machine down.
 """
 
 from __future__ import annotations
@@ -87,6 +89,17 @@ FORKS = "\n".join(
         "    os.kill(pid, signal.SIGKILL)",
         "    os.waitpid(pid, 0)",
         "print('forks', len(children), refused, 'done')",
+    ]
+)
+MEMORY_CAP = 64
+"""Where the memory probe stops by itself: 64 blocks of 32 MiB (2 GiB), four times the
+replica's limit, a twelfth of the machine's memory."""
+MEMORY = "\n".join(
+    [
+        "blocks = []",
+        f"while len(blocks) < {MEMORY_CAP}:",
+        "    blocks.append(b'x' * (32 * 2**20))  # written, so resident",
+        "print('memory', len(blocks), 'done')",
     ]
 )
 PLAIN = "print('plain', 'done')"
@@ -207,7 +220,7 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
         "provider_kwargs": {"image": image, "labels": labels},
     }
     listeners = [Listener(address) for address in host_addresses()]
-    model = ScriptedChatModel(Codes([probe_code(listeners), PLAIN, FORKS, PLAIN]))
+    model = ScriptedChatModel(Codes([probe_code(listeners), PLAIN, FORKS, MEMORY, PLAIN]))
     with serve_app(model) as model_url:
         env = load_env(code_pkg, taskset)
 
@@ -230,18 +243,25 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
                 # replica plays on after its processes ran out.
                 first = await asyncio.gather(env.run_episode(task, ctx), env.run_episode(task, ctx))
                 forks = await env.run_episode(task, ctx)
+                memory = await env.run_episode(task, ctx)
                 after = await env.run_episode(task, ctx)
                 limits = docker_images.docker(
                     "service", "inspect", "--format", "{{json .Spec.TaskTemplate.Resources.Limits}}", layout["replicas"]
                 ).stdout
-                return [*first, forks, after], refused, limits, layout, direct
+                return [*first, forks, memory, after], refused, limits, layout, direct
 
         try:
             episodes, refused, limits, layout, direct = asyncio.run(main())
         finally:
             for listener in listeners:
                 listener.close()
-    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
+    print("outcomes:", [outcome(e) for e in episodes])
+    memory = episodes.pop(3)
+    assert [outcome(e) for e in [*episodes, memory]] == [(True, "env_done", 1.0)] * 5
+    # The memory probe's process was killed at the replica's limit (SIGKILL: exit code -9),
+    # which ended its step; the episode went on, and so did the replica.
+    assert '\\"exit_code\\": -9' in memory.model_dump_json(), memory.model_dump_json()[-2000:]
+    assert "memory 64 done" not in memory.model_dump_json()
     assert refused == [{"GET /health": 200, "POST /reset": 401, "POST /step": 401, "WS /ws": 401}], refused
     assert direct == {"GET /health": "HTTP/1.1 200 OK", "POST /reset": "HTTP/1.1 401 Unauthorized"}, direct
     print("the launch:", layout)
