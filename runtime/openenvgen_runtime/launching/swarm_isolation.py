@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import subprocess
 import threading
 import time
@@ -159,10 +160,12 @@ class IsolatedNetwork:
 
     def _urls(self, replica_tasks: list[dict[str, Any]]) -> list[str]:
         routers = self.routers()
+        if not routers:  # none running this moment (one being replaced): keep what was known
+            return sorted(relay.url for _, _, relay in self._relays.values())
         seen = set()
         for task in replica_tasks:
             address = self.address(task)
-            if not running(task) or address is None or not routers:
+            if not running(task) or address is None:
                 continue
             router = routers.get(task.get("NodeID", ""), next(iter(routers.values())))
             seen.add(task["ID"])
@@ -172,10 +175,8 @@ class IsolatedNetwork:
             if known is not None:
                 known[2].close()
 
-            def opener(router: tuple[str, int] = router, address: str = address) -> Any:
-                return open_tunnel(router, address)
-
-            self._relays[task["ID"]] = (router, address, Relay(opener, f"{self.name} {address}"))
+            relay = Relay(functools.partial(open_tunnel, router, address), f"{self.name} {address}")
+            self._relays[task["ID"]] = (router, address, relay)
         for gone in set(self._relays) - seen:
             self._relays.pop(gone)[2].close()
         return sorted(relay.url for _, _, relay in self._relays.values())
