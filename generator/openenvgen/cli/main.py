@@ -7,6 +7,8 @@ exits 0, as `--help` does: nothing failed, the user asked what the tool does.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 
 from openenvgen.cli.commands import generates
@@ -16,6 +18,7 @@ from openenvgen.generation import codegen_worker
 def main() -> None:
     args = sys.argv[1:]
     if generates(args):
+        _without_cycle_collection()
         # Before the command tree's imports: the model generator imports meanwhile (codegen_worker).
         codegen_worker.start()
     try:
@@ -46,3 +49,15 @@ def _run(args: list[str]) -> None:
         typer.echo(f"openenv-gen: error: {e.format_message()}", err=True)
         sys.exit(UsageError.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _without_cycle_collection() -> None:
+    """A generation makes its objects once and keeps nearly all of them to its end (modules,
+    classes, the spec, the package's text), so Python's cycle collector, which scans them
+    again and again as they are made and once more as the interpreter exits, frees almost
+    nothing for a sixth of a cold generation's CPU time. It is off for the one generation
+    (and its forked worker: measured, the peak memory of a 600 kB schema's generation is
+    the same), and what is left is frozen at exit, so that the last scan skips it: the
+    process ends and the system takes its memory back whole."""
+    gc.disable()
+    atexit.register(gc.freeze)  # registered first: runs after every other exit handler

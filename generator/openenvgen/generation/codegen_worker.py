@@ -5,7 +5,9 @@ Most of a cold `openenv-gen NAME` is two imports that do not depend on each othe
 command tree's (typer, the CLI) and datamodel-code-generator's. On a machine with a second
 core the worker pays the second while the main process pays the first, then generates the
 models (`codegen._generate`: datamodel-code-generator, then ruff) while the main process
-renders the package's templates.
+renders the package's templates. What both need is imported before the fork, so it is paid
+once: `codegen` (the main process names the models with it, the worker generates them) and
+with it pydantic, which the spec's models and datamodel-code-generator are both built on.
 
 The worker is a plain `fork()` taken before any thread exists, talking over two pipes: one
 job (a function, by reference, and its arguments, pickled: for a generation,
@@ -29,7 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 WARM_UP = "openenvgen.generation.codegen:warm_up"
-"""What the worker runs before it reads its job (by name: this module imports no generator)."""
+"""What the worker runs before it reads its job (by name: this module imports no generator;
+`start` imports its module before it forks)."""
 
 _worker: Worker | None = None
 
@@ -82,6 +85,8 @@ def start() -> None:
     global _worker
     if _worker is not None or not hasattr(os, "fork") or os.environ.get("OPENENV_GEN_WORKER") == "0":
         return
+    module, _, name = WARM_UP.partition(":")
+    warm_up = getattr(importlib.import_module(module), name)  # before the fork: both processes need it
     jobs_read, jobs_write = os.pipe()
     answers_read, answers_write = os.pipe()
     pid = os.fork()
@@ -90,7 +95,7 @@ def start() -> None:
         os.close(answers_read)
         code = 0
         try:
-            _serve(jobs_read, answers_write)
+            _serve(jobs_read, answers_write, warm_up)
         except BaseException:  # noqa: BLE001 - the parent sees no answer and generates in-process
             code = 1
         os._exit(code)
@@ -113,15 +118,14 @@ def stop() -> None:
         worker.close()
 
 
-def _serve(jobs_fd: int, answers_fd: int) -> None:
+def _serve(jobs_fd: int, answers_fd: int, warm_up: Callable[[], None]) -> None:
     # Quiet: the parent owns the terminal, and says what went wrong.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     # What the worker exists to pay early: datamodel-code-generator's imports, most of which
     # it makes lazily, on its first generation (a small one, thrown away).
-    module, _, name = WARM_UP.partition(":")
-    getattr(importlib.import_module(module), name)()
+    warm_up()
 
     with os.fdopen(jobs_fd, "rb") as jobs:
         data = jobs.read()

@@ -90,7 +90,8 @@ def render_scaffold(
     template = template or templates_dir() / "scaffold"
     suffix, excluded = TEMPLATE_SETTINGS["_templates_suffix"], TEMPLATE_SETTINGS["_exclude"]
     envops = TEMPLATE_SETTINGS["_envops"]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), **envops)
+    # Not optimized: it adds to the compile and saves these renders nothing (`render._environment`).
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template), optimized=False, **envops)
     context = {
         **answers,
         "_copier_answers": {"_commit": commit, "_src_path": src_path, **answers},
