@@ -307,3 +307,42 @@ def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: s
     )
     assert docker_images.labelled(token) == []
     assert docker_images.docker("network", "inspect", network, check=False).returncode != 0  # not made either
+
+
+def test_a_replica_swarm_replaces_is_reached_through_a_new_relay(
+    image: str, code_pkg: str, token: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model's code kills its env server: that episode is lost, the replica's container
+    exits, Swarm starts another (a new task, a new address on the internal network), and
+    the next episode plays on it through a relay of its own."""
+    caplog.set_level(logging.INFO)
+    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
+    taskset = {
+        "env": "test/code-env",
+        "use_swarm": True,
+        "replicas": 1,
+        "startup_timeout": 180,
+        "reply_timeout": 60,
+        "provider_kwargs": {"image": image, "labels": labels},
+    }
+    kill_server = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
+    model = ScriptedChatModel(Codes([kill_server, PLAIN]))
+    with serve_app(model) as model_url:
+        env = load_env(code_pkg, taskset)
+
+        async def main() -> tuple[list[Any], list[str], list[str]]:
+            async with env.serving():
+                before = [s.url for s in env.pool.servers]
+                ctx = model_context(str(model_url))
+                (task,) = list(env.taskset)[:1]
+                killed = await env.run_episode(task, ctx)
+                after = await env.run_episode(task, ctx)
+                return [killed, after], before, [s.url for s in env.pool.servers]
+
+        (killed, after), before, now = asyncio.run(main())
+    print("outcomes:", outcome(killed), outcome(after), "replicas before:", before, "after:", now)
+    assert outcome(killed)[1] == "env_lost", outcome(killed)
+    assert outcome(after) == (True, "env_done", 1.0)
+    assert now and set(now).isdisjoint(before), (before, now)  # the new replica's own relay
+    assert "swarm replica" in caplog.text and "joined" in caplog.text
+    assert docker_images.labelled(token) == []

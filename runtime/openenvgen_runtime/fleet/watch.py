@@ -130,8 +130,10 @@ class HealthWatch:
     async def _refresh_replicas(self) -> None:
         """Follow Swarm: replicas it replaced join the pool, ones it dropped leave it."""
         fleet = self.fleet
-        provider = next((s.provider for s in fleet.servers if s.provider is not None), None)
-        if not isinstance(provider, ReplicatedProvider):
+        # From the launcher, not the pool's servers: when every replica died at once (one
+        # replica, killed), the pool has none left to name the service by.
+        provider = next((p for p in self.launcher.providers if isinstance(p, ReplicatedProvider)), None)
+        if provider is None:
             return
         urls = set(await asyncio.to_thread(provider.replicas))
         known = {s.url for s in fleet.servers}
