@@ -28,6 +28,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -48,6 +49,8 @@ pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(600)]
 RUN = uuid.uuid4().hex
 SECRET_NAME = "SOME_TRAINER_SECRET"
 SECRET = f"trainer-secret-{uuid.uuid4().hex}"
+HOST_FILE = f"/tmp/openenvgen-swarm-probe-{RUN}"
+"""Where the model's code writes: the replica's /tmp, which must not be the host's."""
 PIDS = 96
 """The replica's process limit: the gate, the server and its threads fit well below it."""
 FORK_CAP = 1000
@@ -59,7 +62,7 @@ def probe_code(listeners: list[Listener]) -> str:
         [
             "import errno, json, os",
             f"found = {{'uid': os.getuid(), 'secret': os.environ.get({SECRET_NAME!r})}}",
-            "for path in ('/app/written', '/written', '/tmp/written'):",
+            f"for path in ('/app/written', '/written', {HOST_FILE!r}):",
             "    try:",
             "        open(path, 'w').write('x')",
             "        found[path] = 'written'",
@@ -272,7 +275,8 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     print("the probe found:", found)
     assert found["uid"] == 65534 and found["secret"] is None, found
     assert found["/app/written"] == found["/written"] == "EROFS", found  # not EACCES: the root is read-only
-    assert found["/tmp/written"] == "written", found  # the scratch tmpfs
+    assert found[HOST_FILE] == "written", found  # the replica's scratch tmpfs, not the host's /tmp
+    assert not Path(HOST_FILE).exists()
     assert len(listeners) >= 3, [listener.address for listener in listeners]
     for listener in listeners:
         assert found[listener.address] != "connected", found
