@@ -7,12 +7,14 @@ there, and the pool reaches each replica on its node's address and published por
 
 Shown: the manager drained, 4 replicas placed 2 + 2 on the workers (`docker node ps`) and
 every episode played with all four replicas taking episodes; `provider_kwargs.constraints`
-pinning the replicas to a labelled node; verifiers' own env server with 2 workers, each
-worker's pool launching a service of its own on the cluster; a worker node killed mid-run (daemon, shims and
-containers at once) losing only the episodes in flight on it, all of which `--env.retries`
-reruns, while the swarm puts its replicas on the surviving worker and the pool takes
-episodes there; nothing of ours left on any node afterwards. The machine's own daemon and
-swarm are left as found (`host_left_as_found`)."""
+pinning the replicas to a labelled node; a sandboxed launch's replicas, on their internal
+network and publishing nothing, each reached through the router on its node; verifiers' own
+env server with 2 workers, each worker's pool launching a service of its own on the
+cluster; a worker node killed mid-run (daemon, shims and containers at once) losing only
+the episodes in flight on it, all of which `--env.retries` reruns, while the swarm puts its
+replicas on the surviving worker and the pool takes episodes there; nothing of ours left on
+any node afterwards. The machine's own daemon and swarm are left as found
+(`host_left_as_found`)."""
 
 from __future__ import annotations
 
@@ -125,6 +127,45 @@ def test_a_drained_manager_places_replicas_on_the_workers_and_episodes_spread(
     assert len(seen["servers"]) == 4 and {url.split("//")[1].split(":")[0] for url in seen["servers"]} == workers
     assert len(seen["sessions"]) == 4 and all(n >= 1 for n in seen["sessions"].values()), seen
     assert nothing_left(cluster, f"{docker_images.TEST_LABEL}={token}")
+
+
+def test_sandboxed_replicas_are_reached_through_the_router_on_their_node(
+    cluster: multinode.Cluster, guess_pkg: str, on_manager: str
+) -> None:
+    """The sandbox without network across machines: four replicas on the workers, on their
+    launch's internal network, publish nothing; the launch's router runs on each worker (the
+    drained manager runs none), and the run reaches every replica through the router on its
+    node, by a loopback URL of its own; episodes spread over all four; nothing is left on
+    any node, the launch's networks included."""
+    token = on_manager
+    label = f"{docker_images.TEST_LABEL}={token}"
+    env = load_env(guess_pkg, {**cluster_taskset(cluster.image, token, replicas=4), "sandbox": True})
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    with serve_app(model) as model_url:
+
+        async def main() -> dict[str, Any]:
+            async with env.serving():
+                (router,) = [name for name in cluster.services(label) if name.endswith("-router")]
+                (replicas,) = [name for name in cluster.services(label) if name != router]
+                ctx = model_context(str(model_url))
+                played = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 8))
+                return {
+                    "placement": cluster.placement(replicas),
+                    "routers": cluster.placement(router),
+                    "published": cluster.replica_urls(replicas),
+                    "outcomes": [outcome(e) for e in played],
+                    "servers": sorted(s.url for s in env.pool.servers),
+                    "sessions": cluster.sessions(f"com.docker.swarm.service.name={replicas}"),
+                }
+
+        seen = asyncio.run(main())
+    assert seen["placement"] == {"worker1": 2, "worker2": 2}, seen
+    assert seen["routers"] == {"worker1": 1, "worker2": 1}, seen
+    assert seen["published"] == [], seen  # the replicas publish nothing
+    assert seen["outcomes"] == [(True, "env_done", 1.0)] * 8, seen
+    assert len(seen["servers"]) == 4 and all(url.startswith("http://127.0.0.1:") for url in seen["servers"]), seen
+    assert len(seen["sessions"]) == 4 and all(n >= 1 for n in seen["sessions"].values()), seen
+    assert nothing_left(cluster, label)
 
 
 def test_constraints_pin_the_replicas_to_a_labelled_node(
