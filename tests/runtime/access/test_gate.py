@@ -10,6 +10,8 @@ relay is measured and printed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import secrets
 import signal
 import statistics
@@ -30,6 +32,7 @@ from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.access.relay import SessionRelays
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.wire import wait_healthy
+from openenvgen_testsupport.adapters import wait_for
 from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 
@@ -53,14 +56,29 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gated]:
             cwd=UV_FIXTURE_PROJECT,
             stdout=out,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # the gate and the server it starts: one group to end
         )
     try:
         wait_healthy(f"http://127.0.0.1:{listen}", 120)
         yield Gated(f"http://127.0.0.1:{listen}", f"http://127.0.0.1:{upstream}", secret, process, log)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        # SIGTERM goes on to the server and the gate exits with it; then nothing of the
+        # group may be left (a SIGKILLed gate would leave its server running, orphaned).
+        process.terminate()
+        try:
+            process.wait(20)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        assert wait_for(lambda: not group_alive(process.pid), 10), "the gate left its server running"
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_without_the_secret_only_health_answers(gated: Gated) -> None:
