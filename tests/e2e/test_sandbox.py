@@ -7,7 +7,8 @@ machine's daemon, and under gVisor (runsc) in a throwaway daemon that registers 
 image is loaded into it with `docker save | docker load`); on Swarm, the same hardening on
 the service. Outcome: no secret in any episode, trace or log; no host file; no connection
 accepted; a non-root uid; the bombs end their own step or episode while another episode
-plays on and the host stays responsive; nothing left running. A real `vf-eval` of the
+plays on and the host stays responsive; nothing left running, also when a launch is
+stopped while its container starts. A real `vf-eval` of the
 package, killed (SIGTERM, SIGKILL) mid-episode, leaves no container and no socket folder of
 its run. Bad sandbox settings are one line before any container starts.
 
@@ -251,6 +252,40 @@ def test_model_code_stays_in_the_gvisor_sandbox(
         monkeypatch.setenv("DOCKER_HOST", host)
         monkeypatch.setenv(SECRET_NAME, SECRET)
         attack(code_pkg, image, token, "runsc", caplog)
+
+
+def test_a_launch_stopped_while_its_container_starts_leaves_nothing(image: str, token: str) -> None:
+    """`stop()` while the launch runs (the pool closing, a replacement cancelled), at several
+    moments of it: a launch that had not finished fails with one line, and whatever the
+    moment, no container, relay thread or socket folder is left afterwards."""
+    from openenvgen_runtime.launching import docker_provider
+    from openenvgen_runtime.launching.sandbox.hardening import Sandbox
+
+    sandbox = Sandbox(runtime="runc", memory="256m", pids=64, cpus=0.5, scratch="16m", network="none")
+    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN, OWNER_LABEL: token}
+    dirs_before = sandbox_dirs()
+    results = []
+    for delay in (0.0, 0.1, 0.2, 0.4, 0.8, 1.6):
+        provider = docker_provider.provider_for(image, {}, labels=labels, timeout=60, sandbox=sandbox)
+        result: dict[str, Any] = {}
+
+        def launch(provider: Any = provider, result: dict[str, Any] = result) -> None:
+            try:
+                result["urls"] = provider.launch()
+            except LaunchError as e:
+                result["error"] = str(e)
+
+        thread = threading.Thread(target=launch)
+        thread.start()
+        time.sleep(delay)
+        provider.stop()
+        thread.join(120)
+        results.append(result)
+        assert containers(token) == [] and relay_threads() == [], (delay, result)
+    print("launches stopped at 0, 0.1, 0.2, 0.4, 0.8, 1.6 s:", results)
+    stopped = [r["error"] for r in results if "error" in r]
+    assert stopped and all(e.startswith("use_docker: stopped ") and "\n" not in e for e in stopped), results
+    assert sandbox_dirs() - dirs_before == set()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)

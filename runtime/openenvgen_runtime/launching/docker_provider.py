@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -58,11 +59,16 @@ class DockerServer(LocalDockerProvider):
         self.sandbox = sandbox
         self.container_id: str | None = None
         self.isolated: Isolated | None = None
+        self._stopped = False
+        """Set by `stop_container`: a launch still under way then undoes itself."""
+        self._lock = threading.Lock()
 
     def start_container(
         self, image: str, port: int | None = None, env_vars: dict[str, str] | None = None, **_: Any
     ) -> str:
         """Run the image as a labelled container on a loopback port; returns its base URL."""
+        if self._stopped:
+            raise LaunchError("use_docker: stopped before the container started")
         port = port or free_port()
         # Unique per launch: launches run in parallel, and by the millisecond is not enough.
         name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
@@ -87,20 +93,27 @@ class DockerServer(LocalDockerProvider):
                     f"and image {image} has none on its PATH"
                 )
             raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
-        self.container_id = result.stdout.strip()
-        if self.isolated is not None:
-            return self.isolated.connect()
-        return f"http://127.0.0.1:{port}"
+        with self._lock:
+            self.container_id = result.stdout.strip()
+            if not self._stopped:
+                return self.isolated.connect() if self.isolated is not None else f"http://127.0.0.1:{port}"
+        # `stop` ran while `docker run` did (the pool closing, or a replacement cancelled):
+        # what this launch made is removed here, its relay never started.
+        self.stop_container()
+        raise LaunchError("use_docker: stopped while the container was starting")
 
     def stop_container(self) -> None:
-        """Remove the container in one step, running or not."""
-        if self.container_id is not None:
+        """Remove the container in one step, running or not; a launch still under way
+        removes what it makes itself (`_stopped`)."""
+        with self._lock:
+            self._stopped = True
+            container_id, self.container_id = self.container_id, None
+            isolated, self.isolated = self.isolated, None
+        if container_id is not None:
             with contextlib.suppress(subprocess.SubprocessError, OSError):
-                docker("rm", "-f", self.container_id, timeout=60)
-        self.container_id = None
-        if self.isolated is not None:
-            self.isolated.close()
-            self.isolated = None
+                docker("rm", "-f", container_id, timeout=60)
+        if isolated is not None:
+            isolated.close()
 
     # -- the pool's Provider ------------------------------------------------------------
 
