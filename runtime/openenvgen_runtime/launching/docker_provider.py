@@ -87,6 +87,8 @@ class DockerServer(LocalDockerProvider):
             # A container the runtime could not start is still created: remove it now.
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 docker("rm", "-f", name, timeout=60)
+            if self._stopped:  # stop removed the socket folder this `docker run` mounts
+                raise LaunchError("use_docker: stopped while the container was starting")
             if self.isolated is not None and no_python(result.stderr):
                 raise LaunchError(
                     f"use_docker: the sandbox starts its relay with the image's {PYTHON}, "
