@@ -195,6 +195,22 @@ def swarm_layout(token: str) -> dict[str, Any]:
     }
 
 
+def swarm_taskset(
+    image: str, token: str, provider_kwargs: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The code env on the swarm, one replica, labelled with the test's token and the module's run."""
+    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
+    return {
+        "env": "test/code-env",
+        "use_swarm": True,
+        "replicas": 1,
+        "startup_timeout": 180,
+        "reply_timeout": 60,
+        **extra,
+        "provider_kwargs": {"image": image, "labels": labels, **(provider_kwargs or {})},
+    }
+
+
 def reported(episode: Any, word: str) -> str:
     """What the model's code printed after `word` (up to its `done`), from the episode."""
     text = episode.model_dump_json().replace('\\"', '"')
@@ -210,18 +226,7 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
 ) -> None:
     caplog.set_level(logging.INFO)
     monkeypatch.setenv(SECRET_NAME, SECRET)
-    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
-    taskset = {
-        "env": "test/code-env",
-        "use_swarm": True,
-        "replicas": 1,
-        "startup_timeout": 180,
-        "reply_timeout": 60,
-        "sandbox_pids": PIDS,
-        "sandbox_memory": "512m",
-        "sandbox_cpus": 0.5,
-        "provider_kwargs": {"image": image, "labels": labels},
-    }
+    taskset = swarm_taskset(image, token, sandbox_pids=PIDS, sandbox_memory="512m", sandbox_cpus=0.5)
     listeners = [Listener(address) for address in host_addresses()]
     model = ScriptedChatModel(Codes([probe_code(listeners), PLAIN, FORKS, MEMORY, PLAIN]))
     with serve_app(model) as model_url:
@@ -290,13 +295,8 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
 
 
 def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: str, image: str, token: str) -> None:
-    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
     network = f"openenvgen-test-{token}"
-    taskset = {
-        "env": "test/code-env",
-        "use_swarm": True,
-        "provider_kwargs": {"image": image, "labels": labels, "overlay_network": network},
-    }
+    taskset = swarm_taskset(image, token, {"overlay_network": network})
     env = load_env(code_pkg, taskset)
 
     async def main() -> None:
@@ -320,15 +320,7 @@ def test_a_replica_swarm_replaces_is_reached_through_a_new_relay(
     exits, Swarm starts another (a new task, a new address on the internal network), and
     the next episode plays on it through a relay of its own."""
     caplog.set_level(logging.INFO)
-    labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
-    taskset = {
-        "env": "test/code-env",
-        "use_swarm": True,
-        "replicas": 1,
-        "startup_timeout": 180,
-        "reply_timeout": 60,
-        "provider_kwargs": {"image": image, "labels": labels},
-    }
+    taskset = swarm_taskset(image, token)
     kill_server = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
     model = ScriptedChatModel(Codes([kill_server, PLAIN]))
     with serve_app(model) as model_url:
