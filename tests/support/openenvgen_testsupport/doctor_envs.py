@@ -6,7 +6,10 @@ seed picks), with four sessions per server, so they share one schema and one gen
 serves every one of them:
 
 - `good`: seeded, every schema-valid action taken, rewards that vary, sessions freed;
-- `ignores_seed`: the target is drawn anew at every reset whatever the seed (determinism);
+- `ignores_seed`: the target is drawn anew at every reset whatever the seed, and differs from
+  every target that seed got before (up to nine resets of a seed): a fresh draw alone repeats
+  one time in nine, and a replay that happens to match is indistinguishable from a seeded
+  env (determinism);
 - `refuses_action`: every step is refused with an error (schema fidelity);
 - `constant_reward`: every step earns 0, so every episode does (reward variance);
 - `slow_step`: each step takes `SLOW_STEP_S` (latency);
@@ -56,6 +59,17 @@ class LineObservation(Observation):
 
 
 def _environment(fault: str) -> type[Environment[LineAction, LineObservation, State]]:
+    given: dict[int | None, set[int]] = {}
+    """`ignores_seed`: the targets each seed got so far, shared by the server's sessions."""
+
+    def draw_target(seed: int | None) -> int:
+        if fault != "ignores_seed":
+            return random.Random(seed or 0).randrange(LENGTH)
+        used = given.setdefault(seed, set())
+        target = random.choice([t for t in range(LENGTH) if t not in used] or range(LENGTH))
+        used.add(target)
+        return target
+
     class LineEnvironment(Environment[LineAction, LineObservation, State]):
         SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -65,8 +79,7 @@ def _environment(fault: str) -> type[Environment[LineAction, LineObservation, St
             self._position, self._target = 0, 0
 
         def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> LineObservation:
-            draw = random.Random() if fault == "ignores_seed" else random.Random(seed or 0)
-            self._position, self._target = LENGTH // 2, draw.randrange(LENGTH)
+            self._position, self._target = LENGTH // 2, draw_target(seed)
             self._state = State(episode_id=episode_id or str(uuid.uuid4()))
             return self._observation("Walk to the target.", reward=None, done=False)
 
