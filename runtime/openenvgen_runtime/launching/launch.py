@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, RUNTIME_LABEL, 
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import GatedProvider, Provider, ReplicatedProvider
 from openenvgen_runtime.launching.reaper import Reaper
+from openenvgen_runtime.launching.sandbox import relay
 from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args, sandbox_for
 from openenvgen_runtime.launching.servers import Server, describe
 from openenvgen_servers.environment import missing
@@ -141,6 +143,10 @@ class Launcher:
         """Every provider made and not yet stopped, including ones still starting."""
         self._reaper: Reaper | None = None
         self._checked = False
+        self._closed = False
+        """Set by `stop()`: no provider is made after it, and a launch that ends after it undoes itself."""
+        self._lock = threading.Lock()
+        """`providers` and `_closed`, changed together: `_make` runs in threads."""
         self.access = ServerAccess()
         """What requests to the launched servers carry: a Swarm launch's secret, by replica."""
         self.sandbox: Sandbox | None = None
@@ -205,10 +211,15 @@ class Launcher:
             pass_env=self.pass_env,
             sandbox=self.sandbox,
         )
-        if self.mode != "uv" and self._reaper is None:
-            self._reaper = Reaper(self.owner)  # before the first container exists
-        self.providers.append(provider)
-        return provider
+        with self._lock:
+            if not self._closed:
+                if self.mode != "uv" and self._reaper is None:
+                    self._reaper = Reaper(self.owner)  # before the first container exists
+                self.providers.append(provider)
+                return provider
+        # `stop()` ran while this provider was made: it would be stopped by no one.
+        provider.stop()
+        raise LaunchError("server pool is closed")
 
     async def launch(self, http: httpx.AsyncClient) -> list[Server]:
         """Start one server (every replica, for a swarm) and wait until each answers
@@ -222,6 +233,7 @@ class Launcher:
         provider = await asyncio.to_thread(self._make)
         try:
             urls = await asyncio.to_thread(provider.launch)
+            self._require_open()
             if isinstance(provider, ReplicatedProvider):
                 urls = await self._wait_for_replicas(provider, started + timeout)
             servers = [self.server(url, provider) for url in urls]
@@ -229,10 +241,15 @@ class Launcher:
                 await self._wait_ready(http, server.url, provider, started + timeout)
             await asyncio.gather(*(describe(http, s, mcp=self.mcp) for s in servers))
         except BaseException:
-            await self.stop_provider(provider)
+            await self.stop_provider(provider)  # stopped already by `stop()`, stopping again is harmless
             raise
         logger.info("%s ready in %.0f s at %s", what, time.monotonic() - started, ", ".join(urls))
         return servers
+
+    def _require_open(self) -> None:
+        """A launch still under way when `stop()` ran fails here (and is undone)."""
+        if self._closed:
+            raise LaunchError("server pool is closed")
 
     def server(self, url: str, provider: Provider) -> Server:
         """A server `provider` launched at `url`; requests to it carry the provider's headers
@@ -250,8 +267,13 @@ class Launcher:
 
     async def _wait_ready(self, http: httpx.AsyncClient, url: str, provider: Provider, deadline: float) -> None:
         """Wait for `/health` without blocking the loop; a server that exits fails at once."""
+
+        def exited() -> int | None:
+            self._require_open()
+            return provider.exit_code()
+
         try:
-            await wait_healthy_async(http, url, max(0.0, deadline - time.monotonic()), exited=provider.exit_code)
+            await wait_healthy_async(http, url, max(0.0, deadline - time.monotonic()), exited=exited)
         except NotHealthy as e:
             # Timed out: named by the one startup timeout, not by what was left of it here.
             timed_out = f"server not ready after {self.config.startup_timeout:g}s at {url}"
@@ -262,6 +284,7 @@ class Launcher:
         """Every replica of a new swarm service running with its port published."""
         wanted = self.config.replicas
         while True:
+            self._require_open()
             urls = await asyncio.to_thread(provider.replicas)
             if len(urls) >= wanted:
                 return urls
@@ -282,9 +305,15 @@ class Launcher:
 
     async def stop(self) -> None:
         """Stop every provider made, then close the reaper (which also catches a container
-        whose launch was still under way)."""
-        providers, self.providers = self.providers, []
+        whose launch was still under way). No launch starts after this."""
+        with self._lock:
+            self._closed = True
+            providers, self.providers = self.providers, []
         await asyncio.gather(*(asyncio.to_thread(p.stop) for p in providers))
         if self._reaper is not None:
             await asyncio.to_thread(self._reaper.close)
             self._reaper = None
+        # Each provider closes its own relays; one still open here outlived its server.
+        left = await asyncio.to_thread(relay.close_owned, self.owner)
+        if left:
+            logger.warning("closed %d sandbox relay(s) whose server had gone: %s", len(left), ", ".join(left))

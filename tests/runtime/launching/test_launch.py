@@ -186,3 +186,37 @@ def test_a_users_label_cannot_take_the_runs_owner_label() -> None:
     launcher = Launcher(config, mcp=False)
     assert launcher.labels()[OWNER_LABEL] == launcher.owner != "someone"
     assert launcher.labels()["team"] == "rl"
+
+
+def test_a_launcher_stopped_while_it_launches_leaves_no_server() -> None:
+    """`stop()` (the pool closing) at several moments of a launch: before the provider
+    is made, while its server starts, while it is awaited. A launch still under way then
+    fails with one line and undoes itself, a later launch is refused, and no server
+    process is left whatever the moment (the old launcher kept a provider made after
+    `stop()`, and a server started after it, running)."""
+    import httpx
+
+    from openenvgen_runtime.config import AdapterConfig
+    from openenvgen_runtime.launching.launch import Launcher
+
+    async def stop_during_launch(delay: float) -> str:
+        marker = uuid.uuid4().hex
+        launcher = Launcher(AdapterConfig(**uv_taskset(marker)), mcp=False)
+        async with httpx.AsyncClient(trust_env=False) as http:
+            launching = asyncio.create_task(launcher.launch(http))
+            await asyncio.sleep(delay)
+            await launcher.stop()
+            try:
+                servers = await launching
+                result = f"launched {len(servers)} before stop"
+            except LaunchError as e:
+                result = str(e)
+            with pytest.raises(LaunchError, match="^server pool is closed$"):
+                await launcher.launch(http)
+        assert wait_for(lambda: marked_processes(marker) == [], timeout=20), (delay, result, marked_processes(marker))
+        return result
+
+    results = {delay: asyncio.run(stop_during_launch(delay)) for delay in (0.0, 0.05, 0.3, 1.0, 3.0)}
+    print("launcher stopped at", results)
+    assert all(r == "server pool is closed" or r.startswith("launched ") for r in results.values()), results
+    assert results[0.0] == "server pool is closed"
