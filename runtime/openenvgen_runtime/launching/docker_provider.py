@@ -77,9 +77,10 @@ class DockerServer(LocalDockerProvider):
         command += container_env_args("-e", env_vars, self.pass_env)
         if self.sandbox is not None:
             command += hardening_args(self.sandbox, "run")
+        isolated = None
         if self.sandbox is not None and self.sandbox.isolated:
-            self.isolated = Isolated.prepare(image, self.labels.get(OWNER_LABEL))
-            command += self.isolated.run_args(image)
+            isolated = self.isolated = Isolated.prepare(image, self.labels.get(OWNER_LABEL))
+            command += isolated.run_args(image)
         else:
             command += ["-p", f"127.0.0.1:{port}:8000", image]
         result = subprocess.run(command, capture_output=True, text=True)
@@ -88,6 +89,8 @@ class DockerServer(LocalDockerProvider):
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 docker("rm", "-f", name, timeout=60)
             if self._stopped:  # stop removed the socket folder this `docker run` mounts
+                if isolated is not None:
+                    isolated.close()  # docker may have made it anew
                 raise LaunchError("use_docker: stopped while the container was starting")
             if self.isolated is not None and no_python(result.stderr):
                 raise LaunchError(
@@ -100,8 +103,11 @@ class DockerServer(LocalDockerProvider):
             if not self._stopped:
                 return self.isolated.connect() if self.isolated is not None else f"http://127.0.0.1:{port}"
         # `stop` ran while `docker run` did (the pool closing, or a replacement cancelled):
-        # what this launch made is removed here, its relay never started.
+        # what this launch made is removed here, its relay never started. Docker made the
+        # socket folder anew for its bind mount if stop had removed it: removed again.
         self.stop_container()
+        if isolated is not None:
+            isolated.close()
         raise LaunchError("use_docker: stopped while the container was starting")
 
     def stop_container(self) -> None:

@@ -32,7 +32,14 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line, node_address, service_tasks
+from openenvgen_runtime.launching.docker_cli import (
+    OWNER_LABEL,
+    docker,
+    label_args,
+    last_line,
+    node_address,
+    service_tasks,
+)
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
@@ -175,7 +182,8 @@ class IsolatedNetwork:
             if known is not None:
                 known[2].close()
 
-            relay = Relay(functools.partial(open_tunnel, router, address), f"{self.name} {address}")
+            opener = functools.partial(open_tunnel, router, address)
+            relay = Relay(opener, f"{self.name} {address}", self.labels.get(OWNER_LABEL))
             self._relays[task["ID"]] = (router, address, relay)
         for gone in set(self._relays) - seen:
             self._relays.pop(gone)[2].close()

@@ -46,6 +46,7 @@ class Isolated:
 
     def __init__(self, command: list[str], owner: str | None = None) -> None:
         self.command = command
+        self.owner = owner
         self.folder = folders.make(owner)
         # Ours alone (0700): the shim creates the socket here with DAC_OVERRIDE; the server's
         # user, and so model code, cannot enter it, nor can another local user.
@@ -77,7 +78,7 @@ class Isolated:
 
     def connect(self) -> str:
         """Start the host's relay to the container's socket; its loopback URL."""
-        self.relay = Relay.to_socket(str(self.sockets / SOCKET))
+        self.relay = Relay.to_socket(str(self.sockets / SOCKET), self.owner)
         return self.relay.url
 
     def close(self) -> None:

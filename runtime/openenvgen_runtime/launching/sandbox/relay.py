@@ -2,47 +2,78 @@
 
 OpenEnv's client takes a URL, and a sandboxed server has no network of the host's: a
 container's is reached through a Unix socket in a folder bind-mounted into it (see `shim`),
-a Swarm replica's through its launch's router (`swarm_network`). `Relay` listens on a free
+a Swarm replica's through its launch's router (`swarm_isolation`). `Relay` listens on a free
 127.0.0.1 port and relays each connection to a fresh upstream connection that its opener
 makes, on an event loop in a thread of its own (so the eval's loop never carries the bytes
 and a blocking launch can start it); `close` stops it and its connections, and joins the
 thread. An upstream that cannot be opened closes the client's connection (a health probe
-retries).
+retries). A relay made for a run (`owner`, its owner label value) that is still open when
+the run stops is closed by `close_owned`, as the reaper removes the run's containers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 
 from openenvgen_runtime.launching.sandbox.shim import splice
 
+logger = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 30.0
+"""Seconds `close` waits for the relay's thread to end."""
+
 Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 """Opens one upstream connection, in the relay's loop (ConnectionError/OSError when it cannot)."""
+
+
+_open: dict[str, set[Relay]] = {}
+"""The open relays of each run, by owner."""
+_open_lock = threading.Lock()
+
+
+def close_owned(owner: str) -> list[str]:
+    """Close the relays of the run `owner` still open; the names of those it closed."""
+    with _open_lock:
+        relays = _open.pop(owner, set())
+    for relay in relays:
+        relay.close()
+    return sorted(relay.name for relay in relays)
 
 
 class Relay:
     """127.0.0.1:`port` → a new connection from `opener` per connection, until `close`."""
 
-    def __init__(self, opener: Opener, name: str) -> None:
+    def __init__(self, opener: Opener, name: str, owner: str | None = None) -> None:
         self.opener = opener
+        self.name = f"sandbox-relay {name}"
+        self.owner = owner
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
         self._server: asyncio.Server | None = None
-        self._thread = threading.Thread(target=self._run, name=f"sandbox-relay {name}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._server is None:
             raise OSError("the sandbox relay could not listen on 127.0.0.1")
         self.port: int = self._server.sockets[0].getsockname()[1]
+        if owner is not None:
+            with _open_lock:
+                _open.setdefault(owner, set()).add(self)
 
     @classmethod
-    def to_socket(cls, path: str) -> Relay:
+    def to_socket(cls, path: str, owner: str | None = None) -> Relay:
         """A relay to the Unix socket at `path`."""
-        return cls(lambda: asyncio.open_unix_connection(path), path)
+        return cls(lambda: asyncio.open_unix_connection(path), path, owner)
+
+    @property
+    def running(self) -> bool:
+        """Whether its thread still runs (until `close` ends it)."""
+        return self._thread.is_alive()
 
     @property
     def url(self) -> str:
@@ -59,7 +90,10 @@ class Relay:
         self._stopped = asyncio.Event()
 
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await splice(reader, writer, asyncio.ensure_future(self.opener()))
+            # Cancelled by `close`: the connection's end, not an error (asyncio's stream
+            # callback would print a traceback for a cancelled handler).
+            with contextlib.suppress(asyncio.CancelledError):
+                await splice(reader, writer, asyncio.ensure_future(self.opener()))
 
         try:
             self._server = await asyncio.start_server(accepted, "127.0.0.1", 0)
@@ -75,6 +109,11 @@ class Relay:
 
     def close(self) -> None:
         """Stop listening, drop every relayed connection, and end the thread."""
+        if self.owner is not None:
+            with _open_lock:
+                _open.get(self.owner, set()).discard(self)
         if self._thread.is_alive() and self._stopped is not None:
             self._loop.call_soon_threadsafe(self._stopped.set)
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=CLOSE_TIMEOUT)
+        if self.running:
+            logger.warning("%s did not end within %gs of close", self.name, CLOSE_TIMEOUT)
