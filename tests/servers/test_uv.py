@@ -25,6 +25,7 @@ from openenvgen_servers import environment, uv
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.uv import COMMAND_PREFIX, UVServerProcess
 from openenvgen_servers.wire import NotHealthy
+from openenvgen_testsupport.servers import group_gone
 
 # A `uv` that answers `uv --version` (OpenEnv's provider asks it) and otherwise writes its
 # arguments to $ARGV_FILE and exits.
@@ -136,14 +137,6 @@ def test_uv_run_adds_an_interpreter_and_requirements_before_the_project() -> Non
 
 def app_command(port: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "app:app", "--host", "127.0.0.1", "--port", str(port)]
-
-
-def group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def test_a_server_runs_in_its_folder_with_its_variables_and_is_stopped_whole(tmp_path: Path) -> None:

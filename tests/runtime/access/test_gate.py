@@ -34,6 +34,7 @@ from openenvgen_servers.ports import free_port
 from openenvgen_servers.wire import wait_healthy
 from openenvgen_testsupport.adapters import wait_for
 from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
+from openenvgen_testsupport.servers import group_gone
 
 
 class Gated:
@@ -70,15 +71,7 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gated]:
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-        assert wait_for(lambda: not group_alive(process.pid), 10), "the gate left its server running"
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        assert wait_for(lambda: group_gone(process.pid), 10), "the gate left its server running"
 
 
 def test_without_the_secret_only_health_answers(gated: Gated) -> None:

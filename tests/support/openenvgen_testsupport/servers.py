@@ -36,12 +36,22 @@ __all__ = [
     "HOST",
     "ServedApp",
     "ServerProcess",
+    "group_gone",
     "serve_app",
     "serve_app_subprocess",
     "wait_until_serving",
 ]
 
 HOST = "127.0.0.1"
+
+
+def group_gone(pgid: int) -> bool:
+    """Whether no process is left in process group `pgid` (a server started in a session of its own)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def wait_until_serving(
