@@ -84,31 +84,26 @@ class DockerServer(LocalDockerProvider):
         else:
             command += ["-p", f"127.0.0.1:{port}:8000", image]
         result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            # A container the runtime could not start is still created: remove it now.
-            with contextlib.suppress(subprocess.SubprocessError, OSError):
-                docker("rm", "-f", name, timeout=60)
-            if self._stopped:  # stop removed the socket folder this `docker run` mounts
-                if isolated is not None:
-                    isolated.close()  # docker may have made it anew
-                raise LaunchError("use_docker: stopped while the container was starting")
-            if self.isolated is not None and no_python(result.stderr):
-                raise LaunchError(
-                    f"use_docker: the sandbox starts its relay with the image's {PYTHON}, "
-                    f"and image {image} has none on its PATH"
-                )
-            raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
         with self._lock:
-            self.container_id = result.stdout.strip()
-            if not self._stopped:
-                return self.isolated.connect() if self.isolated is not None else f"http://127.0.0.1:{port}"
-        # `stop` ran while `docker run` did (the pool closing, or a replacement cancelled):
-        # what this launch made is removed here, its relay never started. Docker made the
-        # socket folder anew for its bind mount if stop had removed it: removed again.
-        self.stop_container()
-        if isolated is not None:
-            isolated.close()
-        raise LaunchError("use_docker: stopped while the container was starting")
+            stopped = self._stopped
+            if result.returncode == 0 and not stopped:
+                self.container_id = result.stdout.strip()
+                return isolated.connect() if isolated is not None else f"http://127.0.0.1:{port}"
+        # The run failed (a container the runtime could not start is still created), or `stop`
+        # ran while it did (the pool closing, a replacement cancelled): the container is
+        # removed here, and no relay starts.
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            docker("rm", "-f", name, timeout=60)
+        if stopped:
+            if isolated is not None:  # stop removed the socket folder; docker's bind mount may have made it anew
+                isolated.close()
+            raise LaunchError("use_docker: stopped while the container was starting")
+        if isolated is not None and no_python(result.stderr):
+            raise LaunchError(
+                f"use_docker: the sandbox starts its relay with the image's {PYTHON}, "
+                f"and image {image} has none on its PATH"
+            )
+        raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
 
     def stop_container(self) -> None:
         """Remove the container in one step, running or not; a launch still under way
