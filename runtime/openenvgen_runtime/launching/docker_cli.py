@@ -73,6 +73,31 @@ def service_tasks(service: str) -> list[dict[str, Any]]:
     return json.loads(inspected.stdout) if inspected.returncode == 0 else []
 
 
+FAILED_TASKS = 3
+"""Failed tasks of a service (ones that could not start, or exited) that make it a failure."""
+
+
+def task_failure(tasks: list[dict[str, Any]]) -> str | None:
+    """Why Swarm cannot run a service's tasks, or None while it may yet: a rejected task (no
+    such image, nothing to run it with) at once; tasks that failed (could not start, or
+    exited) once `FAILED_TASKS` of them have, the latest named. Swarm restarts a failed task,
+    and one failure can be passing: a daemon at times cannot remount a task's secrets or
+    configs read-only ("device or resource busy", moby/moby#48783)."""
+    failed = []
+    for task in tasks:
+        status = task.get("Status", {})
+        if not status.get("Err"):
+            continue
+        if status.get("State") == "rejected":
+            return f"rejected: {status['Err']}"
+        if status.get("State") == "failed":
+            failed.append(status)
+    if len(failed) < FAILED_TASKS:
+        return None
+    latest = max(failed, key=lambda status: str(status.get("Timestamp", "")))
+    return f"failed: {latest['Err']}"
+
+
 def node_address(node: str) -> str:
     """A Swarm node's address as this machine reaches it (127.0.0.1 for a node without one)."""
     addr = docker("node", "inspect", node, "--format", "{{.Status.Addr}}").stdout.strip()

@@ -39,6 +39,7 @@ from openenvgen_runtime.launching.docker_cli import (
     last_line,
     node_address,
     service_tasks,
+    task_failure,
 )
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox.hardening import USER
@@ -194,11 +195,8 @@ class IsolatedNetwork:
         tasks = service_tasks(self.router)
         if any(running(task) for task in tasks):
             return None
-        for task in tasks:
-            status = task.get("Status", {})
-            if status.get("State") in {"rejected", "failed"} and status.get("Err"):
-                return f"the router: {status['State']}: {status['Err']}"
-        return None
+        problem = task_failure(tasks)
+        return None if problem is None else f"the router: {problem}"
 
     def remove(self) -> None:
         """Close the relays; remove the router, its config and the networks (once the

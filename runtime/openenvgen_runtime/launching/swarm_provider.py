@@ -33,7 +33,14 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from openenvgen_runtime.launching.docker_cli import docker, label_args, last_line, node_address, service_tasks
+from openenvgen_runtime.launching.docker_cli import (
+    docker,
+    label_args,
+    last_line,
+    node_address,
+    service_tasks,
+    task_failure,
+)
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, image_command
@@ -186,12 +193,11 @@ class SwarmService(DockerSwarmProvider):
 
     def failure(self) -> str | None:
         """The swarm's reason when replicas (or their router) cannot start (no such
-        image, no node fits)."""
-        for task in self.task_states():
-            status = task.get("Status", {})
-            if status.get("State") in {"rejected", "failed"} and status.get("Err"):
-                return f"{status['State']}: {status['Err']}"
-        return self.isolated.failure() if self.isolated is not None else None
+        image, no node fits; a start that keeps failing: `task_failure`)."""
+        problem = task_failure(self.task_states())
+        if problem is None and self.isolated is not None:
+            return self.isolated.failure()
+        return problem
 
     def exit_code(self) -> int | None:
         """Always None: Swarm restarts replicas itself, so the service as a whole never exits."""
