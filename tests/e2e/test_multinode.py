@@ -149,6 +149,9 @@ def test_sandboxed_replicas_are_reached_through_the_router_on_their_node(
                 (replicas,) = [name for name in cluster.services(label) if name != router]
                 ctx = model_context(str(model_url))
                 played = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 8))
+                # A router task that failed to start (moby/moby#48783) is restarted after Swarm's delay.
+                one_each = {"worker1": 1, "worker2": 1}
+                await asyncio.to_thread(wait_for, lambda: cluster.placement(router) == one_each, timeout=30)
                 return {
                     "placement": cluster.placement(replicas),
                     "routers": cluster.placement(router),
