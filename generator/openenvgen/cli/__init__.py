@@ -1,7 +1,5 @@
 """The `openenv-gen` command line: one typer app over the generator's layers.
 
-Layer 7 of the generator (the top): may import every other layer; nothing imports it.
-
 Each subcommand is one module holding one plain function (its options as typer annotations);
 `main` registers each on the typer app and runs it, turning errors into one line and an exit
 code (`openenv-gen` is `main`).
