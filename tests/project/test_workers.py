@@ -58,4 +58,3 @@ def test_docker_modules_share_one_worker_and_each_module_stays_on_one(tmp_path: 
     docker_workers = {w for m in modules if m.startswith("tests/e2e/") for w in workers[m]}
     assert len(docker_workers) == 1, dict(workers)
     assert {w for on in workers.values() for w in on} == {"gw0", "gw1"}, "both workers took work"
-
