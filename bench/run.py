@@ -70,8 +70,9 @@ FAILED = "(failed to run)"
 COLUMNS = ("Benchmark", "Target", "Measured", "Ratio", "Meets target")
 
 
-def run(only: list[str], quick: bool, workdir: Path) -> list[dict[str, Any]]:
-    rows = []
+def run(only: list[str], quick: bool, workdir: Path, save: Any) -> list[dict[str, Any]]:
+    """Each of `only` in turn, `save`d after each: a run stopped half-way keeps what it measured."""
+    rows: list[dict[str, Any]] = []
     for bid in only:
         before = load_average()
         try:
@@ -82,6 +83,7 @@ def run(only: list[str], quick: bool, workdir: Path) -> list[dict[str, Any]]:
         for r in out:
             r["load"] = f"{before[0]}→{load_average()[0]}"
         rows += out
+        save(rows)
     return rows
 
 
@@ -173,7 +175,8 @@ def to_markdown(runs: list[tuple[str, dict[str, Any]]]) -> str:
         "",
         f"Written by `python bench/run.py --render {' '.join(name for name, _ in runs)}`; do not edit by hand. "
         "Every ratio is measured side by side within one run, interleaved; the machine is shared, so its load "
-        "(1-minute average before→after each benchmark) is on every row.",
+        "(1-minute average before→after each benchmark) is on every row. A `--quick` run has the smaller sizes "
+        "bench/run.py lists, and the same comparisons.",
         "",
         "## Headline",
         "",
@@ -224,20 +227,26 @@ def main() -> None:
         parser.error(f"{ns.against} has no .venv: run `make install` there first")
     info, started = machine(), time.monotonic()
     ns.out.mkdir(parents=True, exist_ok=True)
+
+    def save(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        info.update(
+            command=" ".join(["python bench/run.py", *sys.argv[1:]]),
+            minutes=round((time.monotonic() - started) / 60, 1),
+            load_average_end=load_average(),
+        )
+        (ns.out / "results.json").write_text(json.dumps({"machine": info, "rows": rows}, indent=2, ensure_ascii=False))
+        headline = [{k: v for k, v in r.items() if k != "details"} for r in rows]
+        (ns.out / "run.json").write_text(json.dumps({"machine": info, "rows": headline}, indent=1, ensure_ascii=False))
+        return headline
+
     workdir = Path(tempfile.mkdtemp(prefix="openenvgen-bench-"))
     try:
-        rows = against(only, ns.against, ns.rounds, ns.quick, ns.out) if ns.against else run(only, ns.quick, workdir)
+        rows = (
+            against(only, ns.against, ns.rounds, ns.quick, ns.out) if ns.against else run(only, ns.quick, workdir, save)
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    info |= {
-        "command": " ".join(["python bench/run.py", *sys.argv[1:]]),
-        "minutes": round((time.monotonic() - started) / 60, 1),
-        "load_average_end": load_average(),
-    }
-    (ns.out / "results.json").write_text(json.dumps({"machine": info, "rows": rows}, indent=2, ensure_ascii=False))
-    headline = [{k: v for k, v in r.items() if k != "details"} for r in rows]
-    (ns.out / "run.json").write_text(json.dumps({"machine": info, "rows": headline}, indent=1, ensure_ascii=False))
-    print("\n".join(table(headline, run_column=False)))
+    print("\n".join(table(save(rows), run_column=False)))
     log(f"wrote {ns.out / 'results.json'} and {ns.out / 'run.json'}")
 
 
