@@ -42,7 +42,7 @@ from common import (
 )
 
 from openenvgen_servers.processes import stop_process_group
-from openenvgen_servers.wire import health
+from openenvgen_servers.wire import health, wait_healthy
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 
 RESTART_AFTER_S = 2.0
@@ -54,8 +54,8 @@ class FleetServer:
     """One env server on a fixed port, launched by the runtime's launcher; killable and
     restartable on the same port."""
 
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port
+    def __init__(self) -> None:
+        self.port: int | None = None
         self.provider: Any = None
         self.url = ""
 
@@ -76,6 +76,7 @@ class FleetServer:
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def ready(self) -> bool:
+        """Whether the server answers (an error if it exited)."""
         import httpx
 
         code = self.provider.exit_code()
@@ -83,14 +84,6 @@ class FleetServer:
             raise RuntimeError(f"server exited with {code}: {self.provider.log_tail()}")
         with httpx.Client() as client:
             return health(client, self.url, timeout=2) is None
-
-    def start(self, timeout: float = 300) -> None:
-        self.launch()
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready after {timeout}s: {self.provider.log_tail()}")
-            time.sleep(0.2)
 
     def stop(self) -> None:
         if self.provider is not None:
@@ -267,7 +260,8 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     runs = []
     try:
         for server in fleet:
-            server.start()
+            server.launch()
+            wait_healthy(server.url, 300, exited=server.provider.exit_code, interval=0.2)
         log(f"R4: fleet of {servers} at {', '.join(s.url for s in fleet)}")
         package_dir = generate_package(workdir)
         for retries in (0, 2):
