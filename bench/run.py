@@ -93,6 +93,7 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
     sides = {"this": Path(sys.executable), "that": tree / ".venv" / "bin" / "python", "this again": None}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
     seen: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    before = load_average()
     for r in range(rounds):
         for side in list(sides)[r % 3 :] + list(sides)[: r % 3]:
             python = sides[side] or sides["this"]
@@ -121,6 +122,7 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
                     label="this tree / that tree",
                     rounds=by_side,
                 )
+                | {"load": f"{before[0]}→{load_average()[0]}"}
             )
     return rows
 
@@ -142,7 +144,7 @@ def table(rows: list[dict[str, Any]], run_column: bool) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         ratio = r.get("ratio_text") or cell(r["ratio"]) + (f" ({r['ratio_label']})" if r.get("ratio_label") else "")
-        cells = [f"**{r['id']}** {r['title']}", r["target"], r["measured"], ratio, r["meets_target"], r["load"]]
+        cells = [f"**{r['id']}** {r['title']}", r["target"], r["measured"], ratio, r["meets_target"], r.get("load")]
         lines.append("| " + " | ".join(cell(c) for c in [*cells, *([r["run"]] if run_column else [])]) + " |")
     return lines
 
