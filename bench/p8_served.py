@@ -1,5 +1,5 @@
 """P8: episodes served the way RL training runs them: an env server process running
-verifiers' own `serve_env` (`python bench/common.py --serve`; with 2 workers a broker over a
+verifiers' own `serve_env` (openenvgen_testsupport.served; with 2 workers a broker over a
 static pool of spawned workers) and this process as prime-rl's orchestrator (the taskset
 loaded here, each task shipped as wire data, `concurrency` episodes in flight through one
 `EnvClient`). Ours (the generated package on its in-process seat) against the built-in

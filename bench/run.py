@@ -194,7 +194,14 @@ def to_markdown(runs: list[tuple[str, dict[str, Any]]]) -> str:
             f"{number}. `{name}`: `{m['command']}`, {m['date']}, {m['minutes']} min, commit `{m['commit']}` "
             f"({m['subject']}){changed}; {m['machine']}; load {m['load_average_start']} → {m['load_average_end']}."
         )
-    out += ["", "## How each figure is measured", ""]
+    out += [
+        "",
+        "## How each figure is measured",
+        "",
+        "As bench/ measures at this commit; a row from a run at an earlier commit was measured by that commit's "
+        "bench/, whose target it states.",
+        "",
+    ]
     out += [f"- **{bid}** ({BENCHMARKS[bid]}.py): {how(bid)}" for bid in BENCHMARKS]
     return "\n".join(out) + "\n"
 
