@@ -70,9 +70,9 @@ catalog: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/captures \
 		--catalog generator/openenvgen/catalog/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT)) $(foreach p,$(PYTHONS),--python $(p))
 
-# Benchmarks P1..P6, P8, R4..R6 and HOOKS (bench/run.py; each in the bench/ module named after
-# its id), side by side in one run: writes bench/out/results.{json,md} and bench/RESULTS.md
-# (machine, load, commit in its header).
+# The benchmarks (bench/run.py; each in the bench/ module named after its id), each side by
+# side in one run: writes bench/out/results.json and run.json; bench/RESULTS.md is rendered
+# from saved run.json files (`python bench/run.py --render bench/runs/*.json`).
 # `make bench QUICK=1`: smaller sizes, the same comparisons (bench/run.py says which).
 bench: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python bench/run.py $(if $(QUICK),--quick)

@@ -1,10 +1,8 @@
-"""P4: episodes on a UV-launched env, the runtime vs verifiers' built-in OpenEnv taskset.
-
-The env is launched locally through OpenEnv's UV provider from the project path. The
-runtime keeps one pool of servers for the run (`max_servers`); the built-in launches one
-server per episode (`GenericEnvClient.from_env`). 16 episodes at 4 in flight and 64 at 16
-(`--quick`: 16@4 only), then the runtime alone with pools of 1 and 2 servers. The sides,
-the env, the model and what each run measures: bench/vf_eval_runs.py.
+"""P4: episodes on a UV-launched env (OpenEnv's UV provider, from the fixture project):
+the runtime, which keeps one pool of servers for the run (`max_servers`), against
+verifiers' built-in OpenEnv taskset, which launches a server per episode; real `vf-eval`
+runs of 16 episodes at 4 in flight and 64 at 16 (quick: 16@4), the same scripted model.
+Target: every episode ok and >= 10x the built-in's successful episodes per minute.
 """
 
 from __future__ import annotations
@@ -12,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from common import ENV_ID
-from vf_eval_runs import run_eval
+from common import ENV_ID, cli, guess_setup, run_eval
 
 from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
@@ -33,82 +30,73 @@ def _compare(ours: dict[str, Any], builtin: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(quick: bool, workdir: Path, package_dir: Path, model_url: str) -> dict[str, Any]:
-    sizes = [(16, 4)] if quick else [(16, 4), (64, 16)]
-    runs: list[dict[str, Any]] = []
-    for episodes, concurrency in sizes:
-        # The built-in serialises its per-episode launches (see RESULTS.md): 64 of them
-        # would take far longer than the rest of the suite, so its big run is cut off.
-        timeouts = {"runtime": 600, "builtin": 600} if episodes <= 16 else {"runtime": 900, "builtin": 600}
-        max_servers = min(concurrency, 8)
-        pair = {}
-        # The built-in first on the small size (its failures are fast), the runtime first on the big one.
-        order = ("builtin", "runtime") if episodes <= 16 else ("runtime", "builtin")
-        for adapter in order:
-            pair[adapter] = run_eval(
-                adapter,
-                _uv_transport(max_servers),
-                episodes=episodes,
-                concurrency=concurrency,
-                model_url=model_url,
-                package_dir=package_dir,
-                out_dir=workdir / f"p4-{episodes}x{concurrency}-{adapter}",
-                timeout=timeouts[adapter],
-            )
-        runs.append(
-            {
-                "episodes": episodes,
-                "concurrency": concurrency,
-                "max_servers": max_servers,
-                **pair,
-                **_compare(pair["runtime"], pair["builtin"]),
-            }
-        )
-    if not quick:
-        # Pool size on this machine: each UV launch costs several CPU-seconds.
-        for max_servers in (1, 2):
+def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
+    with guess_setup(workdir) as (package_dir, model_url, _):
+        sizes = [(16, 4)] if quick else [(16, 4), (64, 16)]
+        runs: list[dict[str, Any]] = []
+        for episodes, concurrency in sizes:
+            # The built-in serialises its per-episode launches (see RESULTS.md): 64 of them
+            # would take far longer than the rest of the suite, so its big run is cut off.
+            timeouts = {"runtime": 600, "builtin": 600} if episodes <= 16 else {"runtime": 900, "builtin": 600}
+            max_servers = min(concurrency, 8)
+            pair = {}
+            # The built-in first on the small size (its failures are fast), the runtime first on the big one.
+            order = ("builtin", "runtime") if episodes <= 16 else ("runtime", "builtin")
+            for adapter in order:
+                pair[adapter] = run_eval(
+                    adapter,
+                    _uv_transport(max_servers),
+                    episodes=episodes,
+                    concurrency=concurrency,
+                    model_url=model_url,
+                    package_dir=package_dir,
+                    out_dir=workdir / f"p4-{episodes}x{concurrency}-{adapter}",
+                    timeout=timeouts[adapter],
+                )
             runs.append(
                 {
-                    "episodes": 16,
-                    "concurrency": 4,
+                    "episodes": episodes,
+                    "concurrency": concurrency,
                     "max_servers": max_servers,
-                    "runtime": run_eval(
-                        "runtime",
-                        _uv_transport(max_servers),
-                        episodes=16,
-                        concurrency=4,
-                        model_url=model_url,
-                        package_dir=package_dir,
-                        out_dir=workdir / f"p4-16x4-runtime-max{max_servers}",
-                        timeout=600,
-                    ),
+                    **pair,
+                    **_compare(pair["runtime"], pair["builtin"]),
                 }
             )
-    head = runs[0]
-    ours, builtin = head["runtime"], head["builtin"]
-    all_ok = all(r["runtime"]["ok"] == r["episodes"] for r in runs)
-    compared = [r for r in runs if "builtin" in r]
-    if builtin["successful_per_min"]:
-        speedup: float | None = head["successful_per_min_ratio"]
-        meets = all_ok and speedup is not None and speedup >= TARGET_SPEEDUP
-    else:  # the built-in finished nothing: any successful episode is an unbounded speed-up
-        speedup = None
-        meets = all_ok and ours["successful"] > 0
-    return {
-        "id": "P4",
-        "title": "episodes on a UV-launched env: runtime (one pool) vs built-in (server per episode)",
-        "target": f"every episode ok and ≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
-        "measured": "; ".join(
-            f"{r['episodes']}@{r['concurrency']}: runtime {r['runtime']['ok']}/{r['episodes']} ok, "
-            f"{r['runtime']['successful_per_min']}/min, {r['runtime']['wall_s']} s; "
-            f"built-in {r['builtin']['ok']}/{r['episodes']} ok, {r['builtin']['successful_per_min']}/min, "
-            f"{r['builtin']['wall_s']} s" + (" (stopped at the time limit)" if r["builtin"]["timed_out"] else "")
-            for r in compared
-        ),
-        "ratio": speedup,
-        "ratio_text": None if speedup is not None else "∞ (built-in: 0 successful)",
-        "ratio_label": "runtime / built-in successful episodes per minute (16@4)",
-        "meets_target": meets,
-        "memory": {"runtime": ours["memory"], "builtin": builtin["memory"]},
-        "details": {"runs": runs},
-    }
+        head = runs[0]
+        ours, builtin = head["runtime"], head["builtin"]
+        all_ok = all(r["runtime"]["ok"] == r["episodes"] for r in runs)
+        compared = [r for r in runs if "builtin" in r]
+        if builtin["successful_per_min"]:
+            speedup: float | None = head["successful_per_min_ratio"]
+            meets = all_ok and speedup is not None and speedup >= TARGET_SPEEDUP
+        else:  # the built-in finished nothing: any successful episode is an unbounded speed-up
+            speedup = None
+            meets = all_ok and ours["successful"] > 0
+        return [
+            {
+                "id": "P4",
+                "title": "episodes on a UV-launched env: runtime (one pool) vs built-in (server per episode)",
+                "target": f"every episode ok and ≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
+                "measured": "; ".join(
+                    f"{r['episodes']}@{r['concurrency']}: runtime {r['runtime']['ok']}/{r['episodes']} ok, "
+                    f"{r['runtime']['successful_per_min']}/min, {r['runtime']['wall_s']} s; "
+                    f"built-in {r['builtin']['ok']}/{r['episodes']} ok, {r['builtin']['successful_per_min']}/min, "
+                    f"{r['builtin']['wall_s']} s"
+                    + (" (stopped at the time limit)" if r["builtin"]["timed_out"] else "")
+                    for r in compared
+                ),
+                "ratio": speedup,
+                "ratio_text": None if speedup is not None else "∞ (built-in: 0 successful)",
+                "ratio_label": "runtime / built-in successful episodes per minute (16@4)",
+                "meets_target": meets,
+                "details": {"runs": runs},
+            }
+        ]
+
+
+def main() -> None:
+    cli(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,110 +1,56 @@
-"""P8: episodes served the way RL training runs them, through verifiers' env server.
-
-prime-rl's orchestrator loads the taskset client-side (`vf.load_taskset(config.taskset)`,
-`list(taskset)`) and ships each task as `task.data.model_dump(mode="json")` to an env
-server started with `serve_env(config_data=env_config_data(config))`; the server's
-workers rebuild the config (`resolve_env_config`), never call `load()`, and run the
-seat, the interception and `Env.run`. P8 does exactly that with verifiers' own
-`serve_env` (installed 0.4.0) and `EnvClient`:
-
-- the env server runs in its own process (`python bench/served_runs.py --serve ...`): with 1
-  worker `serve_env` is a lone `EnvServer` in that process; with 2, a broker over a static
-  pool of 2 spawned worker processes (`elastic=False`, as `--serve.pool.type static`);
-- this process is the orchestrator: it loads the taskset, keeps `concurrency` episodes in
-  flight with one `EnvClient`, and counts ok and successful episodes (ok, and
-  `openenv_reward` 1.0) from the returned episodes.
-
-Side by side in one run, on one shared OpenEnv server (the guess-the-number fixture env,
-concurrent-session variant `bench/envs/guess_concurrent.py`, launched once through
-OpenEnv's UV provider) and the scripted model (`Script(['{"guess": 3}', "7"])`):
-
-- ours: the generated package on its default seat (its bundled in-process harness),
-  `base_url` set to the shared server;
-- the built-in: verifiers' OpenEnv taskset (`verifiers/v1/tasksets/openenv/`) with the
-  same `base_url`, on its `null` seat (its default `bash` seat needs a sandbox);
-- ours through `vf-eval` in one process (what every other benchmark runs), same tasks,
-  rollouts and concurrency.
-
-Each served run: 64 tasks × 4 rollouts = 256 episodes at 32 in flight (`--quick`: 8 × 4 at
-32), for 1 and 2 workers. Rates are successful episodes per minute over the episode phase
-(first episode sent to last returned); the server's start-up is apart. CPU is the whole
-env-server process tree (the `serve_env` process, its workers and everything they start:
-harness programs, `uv`), read from /proc: utime+stime of each live process plus the
-children it has reaped. Start-up = the tree's CPU from spawn until the server answers and
-one warm-up episode per worker has run (each worker loads the env on its first episode);
-per episode = the tree's CPU over the measured episodes / their number. The OpenEnv env
-server is shared by both sides and outside both trees.
-
-Memory: ours on one worker with 128 episodes in flight at once (the model answers each
-turn 2 s late, as a real model takes time, so all 128 overlap): (peak PSS of the server
-tree − its PSS when idle after warm-up) / 128, RSS likewise.
-
-Goals: ours ≥ 10× the built-in's successful episodes per minute (each worker count), and
-≤ 0.05 CPU-s per episode for the whole server process tree.
+"""P8: episodes served the way RL training runs them: an env server process running
+verifiers' own `serve_env` (openenvgen_testsupport.served; with 2 workers a broker over a
+static pool of spawned workers) and this process as prime-rl's orchestrator (the taskset
+loaded here, each task shipped as wire data, `concurrency` episodes in flight through one
+`EnvClient`). Ours (the generated package on its in-process seat) against the built-in
+OpenEnv taskset on `null`, both on one shared `base_url` server, 64 tasks x 4 rollouts at 32
+in flight (quick: 8 x 4), for 1 and 2 workers, interleaved. Rates are successful episodes
+per minute from the first sent to the last back; CPU is the whole env-server process tree
+(from /proc, each live process's own time plus its reaped children's) over the measured
+episodes, start-up (spawn to a warm-up episode per worker) apart. Target: ours >= 10x the
+built-in's rate at each worker count, and <= 0.05 CPU-s per episode.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (
-    BENCH,
-    CONCURRENT_APP,
-    DelayedModel,
-    TreeSampler,
-    load_average,
-    log,
-    tree_cpu_s,
-)
-from served_runs import client_tasks, env_config, env_server, play
+from common import cli, env_server, guess_setup, load_average, log, play, served_config, tree_cpu_s
+
+from openenvgen_testsupport.served import client_tasks
 
 TARGET_SPEEDUP = 10.0
 TARGET_CPU_PER_EPISODE = 0.05
 ROLLOUTS_PER_TASK = 4
-MEMORY_IN_FLIGHT = 128
-MEMORY_MODEL_DELAY_S = 2.0
 
 
 def served_run(
     adapter: str,
-    env: dict[str, Any],
+    config: Any,
     *,
     workers: int,
     episodes_data: list[dict[str, Any]],
     concurrency: int,
     model_url: str,
-    package_dir: Path,
     out_dir: Path,
 ) -> dict[str, Any]:
     """One env server: spawn, warm up (one episode per worker), then the measured episodes."""
-    from verifiers.v1.serve import env_config_data
-    from verifiers.v1.utils.loaders import resolve_env_config
-
-    config_data = env_config_data(resolve_env_config(env))
-    marker = f"OPENENVGEN_BENCH_{uuid.uuid4().hex}"
     load_before = load_average()
     spawned = time.perf_counter()
-    with env_server(config_data, workers, out_dir, package_dir, marker) as (proc, address):
-        warm = asyncio.run(play(address, episodes_data[:workers], workers, model_url))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with env_server(config, workers, out_dir / "server.log") as server:
+        warm = asyncio.run(play(server.address, episodes_data[:workers], workers, model_url))
         startup_wall = time.perf_counter() - spawned
-        startup_cpu = tree_cpu_s(proc.pid, marker)
-        sampler = TreeSampler(proc.pid, marker, interval=0.25)
-        sampler.sample()
-        idle = sampler.result()
-        sampler = TreeSampler(proc.pid, marker, interval=0.25)
-        with sampler:
-            played = asyncio.run(play(address, episodes_data, concurrency, model_url))
-        run_cpu = tree_cpu_s(proc.pid, marker) - startup_cpu
-        alive = proc.poll() is None
+        startup_cpu = tree_cpu_s(server.pid)
+        played = asyncio.run(play(server.address, episodes_data, concurrency, model_url))
+        run_cpu = tree_cpu_s(server.pid) - startup_cpu
+        alive = server.process.is_alive()
     n = len(episodes_data)
     result = {
         "adapter": adapter,
@@ -124,8 +70,6 @@ def served_run(
         "cpu_s": round(run_cpu, 2),
         "cpu_s_per_episode": round(run_cpu / n, 4),
         "server_alive_at_end": alive,
-        "memory": sampler.result(),
-        "memory_idle": idle,
         "load_average_before": load_before,
         "load_average_after": load_average(),
         "out_dir": str(out_dir),
@@ -141,63 +85,14 @@ def served_run(
     return result
 
 
-def memory_run(
-    env: dict[str, Any], *, episodes_data: list[dict[str, Any]], package_dir: Path, out_dir: Path
-) -> dict[str, Any]:
-    """Ours on one worker, MEMORY_IN_FLIGHT episodes in flight at once (slow model)."""
-    from vf_eval_runs import SCRIPT
-
-    from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
-    from openenvgen_testsupport.servers import serve_app
-
-    with serve_app(DelayedModel(ScriptedChatModel(Script(SCRIPT)), MEMORY_MODEL_DELAY_S)) as slow_url:
-        run = served_run(
-            "runtime",
-            env,
-            workers=1,
-            episodes_data=episodes_data,
-            concurrency=MEMORY_IN_FLIGHT,
-            model_url=str(slow_url),
-            package_dir=package_dir,
-            out_dir=out_dir,
-        )
-    peak, idle = run["memory"], run["memory_idle"]
-    run["pss_mib_per_in_flight_episode"] = round((peak["peak_pss_mib"] - idle["peak_pss_mib"]) / MEMORY_IN_FLIGHT, 2)
-    run["rss_mib_per_in_flight_episode"] = round((peak["peak_rss_mib"] - idle["peak_rss_mib"]) / MEMORY_IN_FLIGHT, 2)
-    return run
-
-
-def in_process_run(
-    url: str, *, tasks: int, rollouts: int, concurrency: int, model_url: str, package_dir: Path, out_dir: Path
-) -> dict[str, Any]:
-    """Ours through `vf-eval` in one process: same tasks, rollouts and concurrency."""
-    from vf_eval_runs import run_eval
-
-    return run_eval(
-        "runtime",
-        {"base_url": url, "resets": [{} for _ in range(tasks)]},
-        episodes=tasks * rollouts,
-        rollouts_per_task=rollouts,
-        concurrency=concurrency,
-        model_url=model_url,
-        package_dir=package_dir,
-        out_dir=out_dir,
-        timeout=1200,
-    )
-
-
-def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dict[str, Any]]:
-    from vf_eval_runs import generate_package, scripted_model, uv_server
-
+def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     tasks = 8 if quick else 64
     concurrency = 32
-    package_dir = package_dir or generate_package(workdir)
-    sys.path.insert(0, str(package_dir))  # the orchestrator imports the package to load its taskset
     runs: list[dict[str, Any]] = []
-    memory: dict[str, Any] = {}
-    env_vars = {"PYTHONPATH": str(BENCH / "envs"), "GUESS_ENV_MAX_SESSIONS": "512"}
-    with uv_server(CONCURRENT_APP, env_vars=env_vars) as url, scripted_model() as model_url:
-        data = {a: client_tasks(env_config(a, url, tasks), ROLLOUTS_PER_TASK) for a in ("runtime", "builtin")}
+    with guess_setup(workdir, shared=True, sessions=512) as (package_dir, model_url, url):
+        sys.path.insert(0, str(package_dir))  # the orchestrator imports the package to load its taskset
+        configs = {a: served_config(a, url, tasks) for a in ("runtime", "builtin")}
+        data = {a: [d for d in client_tasks(c) for _ in range(ROLLOUTS_PER_TASK)] for a, c in configs.items()}
         for workers in (1, 2):
             # Interleaved: ours, the built-in, then ours again on the other order next time.
             order = ("runtime", "builtin") if workers == 1 else ("builtin", "runtime")
@@ -205,31 +100,14 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
                 runs.append(
                     served_run(
                         adapter,
-                        env_config(adapter, url, tasks),
+                        configs[adapter],
                         workers=workers,
                         episodes_data=data[adapter],
                         concurrency=concurrency,
                         model_url=model_url,
-                        package_dir=package_dir,
                         out_dir=workdir / f"p8-{adapter}-{workers}w",
                     )
                 )
-        vf_eval = in_process_run(
-            url,
-            tasks=tasks,
-            rollouts=ROLLOUTS_PER_TASK,
-            concurrency=concurrency,
-            model_url=model_url,
-            package_dir=package_dir,
-            out_dir=workdir / "p8-vf-eval",
-        )
-        memory_env = env_config("runtime", url, MEMORY_IN_FLIGHT)
-        memory = memory_run(
-            memory_env,
-            episodes_data=client_tasks(memory_env, 1),
-            package_dir=package_dir,
-            out_dir=workdir / "p8-memory",
-        )
 
     def pick(adapter: str, workers: int) -> dict[str, Any]:
         return next(r for r in runs if r["adapter"] == adapter and r["workers"] == workers)
@@ -243,12 +121,6 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
             else None
         )
         cpu_ok = cpu_ok and ours["cpu_s_per_episode"] <= TARGET_CPU_PER_EPISODE
-    vs_vf_eval = {
-        w: round(pick("runtime", w)["successful_per_min"] / vf_eval["successful_per_min_episode_phase"], 2)
-        if vf_eval.get("successful_per_min_episode_phase")
-        else None
-        for w in (1, 2)
-    }
     episodes = tasks * ROLLOUTS_PER_TASK
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
@@ -260,12 +132,6 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
         f"{pick('builtin', w)['cpu_s_per_episode']} CPU-s/episode "
         f"(start-up {pick('builtin', w)['startup_cpu_s']} CPU-s)"
         for w in (1, 2)
-    ) + (
-        f"; ours in one `vf-eval` process: {vf_eval['ok']}/{episodes} ok, "
-        f"{vf_eval['successful_per_min_episode_phase']}/min over its episode phase; "
-        f"memory at {MEMORY_IN_FLIGHT} in flight on one worker: {memory['pss_mib_per_in_flight_episode']} MiB PSS "
-        f"({memory['rss_mib_per_in_flight_episode']} MiB RSS) per in-flight episode "
-        f"(peak in flight {memory['peak_in_flight']})"
     )
     return [
         {
@@ -282,10 +148,7 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
             "meets_target": all_ok and speed_ok and cpu_ok,
             "details": {
                 "served_runs": runs,
-                "vf_eval_run": vf_eval,
-                "memory_run": memory,
                 "speedup_by_workers": ratios,
-                "served_over_vf_eval_by_workers": vs_vf_eval,
                 "speed_goal_met": speed_ok,
                 "cpu_goal_met": cpu_ok,
             },
@@ -294,12 +157,7 @@ def run(quick: bool, workdir: Path, package_dir: Path | None = None) -> list[dic
 
 
 def main() -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    ns = parser.parse_args()
-    print(json.dumps(run(ns.quick, Path(tempfile.mkdtemp(prefix="bench-p8-"))), indent=2, default=str))
+    cli(run)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,24 @@
-"""R4: a fleet under load that loses a server mid-run, and gets it back mid-run.
-
-256 episodes at concurrency 64 (`--quick`: 64 at 16) through a real `vf-eval` over a
-`base_url` fleet of 4 servers; once the model has answered `concurrency` turns (every
-slot has its first episode on a server), one server is SIGKILLed and, two seconds later,
-restarted on the same port while episodes are still being played (the model answers each
-turn MODEL_DELAY_S late, as a real model takes time, so the run outlasts the restart). Twice: without retries, and with
-`--env.retries.max-retries 2`.
-
-"In flight" is the pool's own count of the killed server's sessions (`Server.active`)
-at the moment it died: `vf-eval` runs through `bench/vf_eval_probe.py`, which reads the
-runtime's pool from inside the eval process and sends the SIGKILL itself, so the reading
-and the kill are one step. Episodes per server come from each env server's own counter
-of the episodes it began (`GET /bench/resets`, bench/envs/guess_concurrent.py); the
-restarted process counts from zero, so its count is what it took after its return. The
-probe's pool log (every 0.25 s) also shows the returned server holding sessions again.
-
-Goal: the killed server is back while the run is still going and takes new episodes;
-without retries, every episode not in flight on the killed server ends ok (the failures
-are at most the sessions the pool had on it when it died, all `env_lost`); with retries,
-all end ok.
-
-The servers are the guess-the-number env of `tests/fixtures/uv_env`, concurrent-session
-variant (bench/envs/guess_concurrent.py), each launched through OpenEnv's UV provider by
-the runtime's own launcher; the model is the scripted one (a wrong guess, then the right
-one: two model turns per episode). The player seat is the package default.
-
-    python bench/r4_fleet.py [--episodes 256] [--concurrency 64] [--servers 4] [--quick]
-"""
+"""R4: a fleet under load that loses a server mid-run and gets it back mid-run: 256 episodes
+at 64 in flight (quick: 64 at 16) through a real `vf-eval` over a `base_url` fleet of 4
+servers (the concurrent guess-the-number app, each launched through OpenEnv's UV provider by
+the runtime's launcher); once the model has answered as many turns as there are slots, one
+server is SIGKILLed and, 2 s later, restarted on its port while episodes are still played
+(the model answers each turn 10 s late). Twice: without retries and with 2. "In flight" is
+the pool's own count of the killed server's sessions (`Server.active`) when it died:
+`vf-eval` runs inside this module (`--probe`), where a thread reads the runtime's pool and
+sends the SIGKILL itself, so the reading and the kill are one step. Episodes per server
+come from each env server's own counter (`GET /bench/resets`); the restarted process counts
+from zero. Target: the killed server is back while the run goes on and takes new episodes;
+without retries the failures are at most its sessions in flight, all `env_lost`; with
+retries every episode is ok."""
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,22 +29,22 @@ from common import (
     BENCH,
     CONCURRENT_APP,
     ENV_ID,
+    PACKAGE_ID,
+    SCRIPT,
     DelayedModel,
     bench_env,
+    cli,
     eval_env,
-    load_average,
+    generate_package,
     log,
+    row,
     write_eval_config,
 )
 
 from openenvgen_servers.processes import stop_process_group
-from openenvgen_servers.wire import health
-from openenvgen_testsupport.paths import OPENENV_GEN, UV_FIXTURE_PROJECT
+from openenvgen_servers.wire import health, wait_healthy
+from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 
-SCRIPT = ['{"guess": 3}', "7"]
-TURNS_PER_EPISODE = len(SCRIPT)
-PACKAGE = "guess_r4"
-PACKAGE_ID = "guess-r4-openenv"
 RESTART_AFTER_S = 2.0
 MODEL_DELAY_S = 10.0
 """Seconds the model takes per turn: a run long enough for the killed server to return."""
@@ -72,8 +54,8 @@ class FleetServer:
     """One env server on a fixed port, launched by the runtime's launcher; killable and
     restartable on the same port."""
 
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port
+    def __init__(self) -> None:
+        self.port: int | None = None
         self.provider: Any = None
         self.url = ""
 
@@ -94,6 +76,7 @@ class FleetServer:
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def ready(self) -> bool:
+        """Whether the server answers (an error if it exited)."""
         import httpx
 
         code = self.provider.exit_code()
@@ -102,31 +85,9 @@ class FleetServer:
         with httpx.Client() as client:
             return health(client, self.url, timeout=2) is None
 
-    def start(self, timeout: float = 300) -> None:
-        self.launch()
-        deadline = time.monotonic() + timeout
-        while not self.ready():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server not ready after {timeout}s: {self.provider.log_tail()}")
-            time.sleep(0.2)
-
     def stop(self) -> None:
         if self.provider is not None:
             self.provider.stop()
-
-
-def generate(url: str, workdir: Path) -> Path:
-    out = workdir / PACKAGE
-    proc = subprocess.run(
-        [OPENENV_GEN, PACKAGE, "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", CONCURRENT_APP],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=bench_env(),
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"openenv-gen failed: {proc.stderr.strip()}")
-    return out
 
 
 def server_resets(server: FleetServer) -> int | None:
@@ -137,18 +98,6 @@ def server_resets(server: FleetServer) -> int | None:
         return int(httpx.get(f"{server.url}/bench/resets", timeout=5).json()["resets"])
     except (httpx.HTTPError, ValueError, KeyError):
         return None
-
-
-def _pool_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    lines = []
-    for line in path.read_text().splitlines():
-        try:
-            lines.append(json.loads(line))
-        except ValueError:
-            pass  # a last line cut short when the eval process was killed
-    return lines
 
 
 def one_run(
@@ -214,11 +163,10 @@ def one_run(
             },
         )
         env = eval_env(package_dir, OPENENVGEN_BENCH_PROBE=str(out_dir))
-        load_before = load_average()
         started = time.perf_counter()
         with open(out_dir / "stderr.txt", "wb") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, str(BENCH / "vf_eval_probe.py"), "@", str(config), "--no-rich"],
+                [sys.executable, __file__, "--probe", "@", str(config), "--no-rich"],
                 cwd=out_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -261,37 +209,13 @@ def one_run(
         (after - (0 if (s is victim and "restarted" in event) else (before or 0))) if after is not None else None
         for s, before, after in zip(fleet, resets_before, resets_after, strict=True)
     ]
-    probe = _pool_lines(out_dir / "pool.jsonl")
-    victim_active_after_return = (
-        [
-            srv["active"]
-            for line in probe
-            if "killed_at" in event
-            for srv in line["servers"]
-            if srv["url"] == victim.url
-            and srv["down"] is None
-            and line["t"] > json.loads((out_dir / "killed.json").read_text())["t"] + RESTART_AFTER_S
-        ]
-        if (out_dir / "killed.json").exists()
-        else []
-    )
     records = []
     for traces in sorted(out_dir.glob("*/traces.jsonl")):
         records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
-    stops: collections.Counter[str] = collections.Counter()
-    failed_stops: collections.Counter[str] = collections.Counter()
-    errors: collections.Counter[str] = collections.Counter()
-    ok = 0
-    for record in records:
-        for error in record.get("errors") or []:
-            errors[f"{error.get('type')}: {str(error.get('message'))[:160]}"] += 1
-        trace = (record.get("traces") or [{}])[0]
-        stop = str(trace.get("stop_condition"))
-        stops[stop] += 1
-        if record.get("ok"):
-            ok += 1
-        else:
-            failed_stops[stop] += 1
+    ok = sum(bool(record.get("ok")) for record in records)
+    failed_stops = collections.Counter(
+        str((record.get("traces") or [{}])[0].get("stop_condition")) for record in records if not record.get("ok")
+    )
     stderr_text = (out_dir / "stderr.txt").read_text(errors="replace")
     failed = episodes - ok
     in_flight = event.get("in_flight")
@@ -306,28 +230,18 @@ def one_run(
         "concurrency": concurrency,
         "servers": len(fleet),
         "retries": retries,
-        "returncode": proc.returncode,
         "timed_out": timed_out,
         "wall_s": round(wall, 1),
-        "recorded": len(records),
         "ok": ok,
         "failed": failed,
         "failed_stop_conditions": dict(failed_stops),
-        "stop_conditions": dict(stops),
-        "errors": dict(errors.most_common(4)),
         "in_flight_on_killed_server": in_flight,
-        "model_turns_at_kill": event.get("model_turns_at_kill"),
         "killed_server_down_s": event.get("down_s"),
         "back_while_running": event.get("back_while_running"),
         "episodes_begun_per_server": dict(zip([s.url for s in fleet], taken, strict=True)),
         "killed_server_episodes_after_return": victim_taken,
-        "killed_server_peak_sessions_after_return": max(victim_active_after_return, default=0),
-        "down_warnings": stderr_text.count("is down ("),
-        "back_notices": stderr_text.count("is back ("),
         "episode_retries": stderr_text.count("retrying episode"),
         "goal_met": goal,
-        "load_average_before": load_before,
-        "load_average_after": load_average(),
     }
     if not records:
         result["stderr_tail"] = stderr_text[-1500:]
@@ -339,25 +253,17 @@ def one_run(
     return result
 
 
-def run(
-    quick: bool,
-    workdir: Path,
-    *,
-    episodes: int | None = None,
-    concurrency: int | None = None,
-    servers: int = 4,
-    timeout: float = 1800,
-) -> list[dict[str, Any]]:
-    episodes = episodes or (64 if quick else 256)
-    concurrency = concurrency or (16 if quick else 64)
+def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
+    episodes, concurrency, servers, timeout = (64, 16, 4, 1800) if quick else (256, 64, 4, 1800)
     os.environ["PATH"] = bench_env()["PATH"]
     fleet = [FleetServer() for _ in range(servers)]
     runs = []
     try:
         for server in fleet:
-            server.start()
+            server.launch()
+            wait_healthy(server.url, 300, exited=server.provider.exit_code, interval=0.2)
         log(f"R4: fleet of {servers} at {', '.join(s.url for s in fleet)}")
-        package_dir = generate(fleet[1].url, workdir)
+        package_dir = generate_package(workdir)
         for retries in (0, 2):
             runs.append(
                 one_run(
@@ -380,45 +286,62 @@ def run(
         f"{x['in_flight_on_killed_server']} in flight on the killed server by the pool's count), "
         f"killed server back after {x['killed_server_down_s']} s "
         f"{'while the run went on' if x['back_while_running'] else 'only after the run ended'}, "
-        f"then took {x['killed_server_episodes_after_return']} new episodes "
-        f"(up to {x['killed_server_peak_sessions_after_return']} at once), "
+        f"then took {x['killed_server_episodes_after_return']} new episodes, "
         f"{x['wall_s']} s"
         for x in (plain, retried)
     )
     return [
-        {
-            "id": "R4",
-            "title": f"fleet of {servers} under load ({episodes}@{concurrency}), "
-            "one server killed and restarted mid-run",
-            "target": "the killed server returns mid-run and takes new episodes; "
+        row(
+            "R4",
+            f"fleet of {servers} under load ({episodes}@{concurrency}), one server killed and restarted mid-run",
+            "the killed server returns mid-run and takes new episodes; "
             "no retries: failures ≤ its sessions in flight, all env_lost; retries: all ok",
-            "measured": measured,
-            "ratio": round(retried["ok"] / episodes, 3),
-            "ratio_label": "ok fraction with retries",
-            "meets_target": plain["goal_met"] and retried["goal_met"],
-            "details": {"fleet_runs": runs},
-        }
+            measured,
+            round(retried["ok"] / episodes, 3),
+            plain["goal_met"] and retried["goal_met"],
+            label="ok fraction with retries",
+            fleet_runs=runs,
+        )
     ]
 
 
+def probe(out: Path, pools: list[Any]) -> None:
+    """In the `vf-eval` process: once `out/kill.json` (`{"url", "pgid"}`) appears, read that
+    server's sessions in flight from the `pools` the run started, SIGKILL its process group
+    and write `out/killed.json` (`{"in_flight"}`)."""
+    import signal
+
+    while not (out / "kill.json").exists():
+        time.sleep(0.01)
+    order = json.loads((out / "kill.json").read_text())
+    victim = next((s for pool in pools for s in list(pool.servers) if s.url == order["url"]), None)
+    in_flight = victim.active if victim is not None else None
+    os.killpg(order["pgid"], signal.SIGKILL)
+    (out / "killed.tmp").write_text(json.dumps({"in_flight": in_flight}))
+    (out / "killed.tmp").rename(out / "killed.json")  # whole or not at all: read as soon as it exists
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=None, help="default 256 (64 with --quick)")
-    parser.add_argument("--concurrency", type=int, default=None, help="default 64 (16 with --quick)")
-    parser.add_argument("--servers", type=int, default=4)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds each vf-eval run may take")
-    ns = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="openenvgen-r4-") as tmp:
-        (result,) = run(
-            ns.quick,
-            Path(tmp),
-            episodes=ns.episodes,
-            concurrency=ns.concurrency,
-            servers=ns.servers,
-            timeout=ns.timeout,
-        )
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if sys.argv[1:2] == ["--probe"]:  # the `vf-eval` process of a run, with the pool probe
+        import threading
+
+        from verifiers.v1.cli.eval.main import main as vf_eval
+
+        from openenvgen_runtime.fleet import pool as pool_module
+
+        pools: list[Any] = []
+        start = pool_module.ServerPool.start
+
+        async def registered(self: Any) -> None:  # every pool the run starts is known
+            pools.append(self)
+            await start(self)
+
+        pool_module.ServerPool.start = registered  # type: ignore[method-assign]
+        out = Path(os.environ["OPENENVGEN_BENCH_PROBE"])
+        threading.Thread(target=probe, args=(out, pools), daemon=True).start()
+        sys.argv[:2] = ["vf-eval"]
+        sys.exit(vf_eval())
+    cli(run)
 
 
 if __name__ == "__main__":

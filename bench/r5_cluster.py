@@ -1,77 +1,36 @@
-"""R5: episodes on a real multi-node Docker Swarm, against a single-node swarm and UV launch,
-and a worker node that dies mid-run.
-
-The cluster is the `multinode` tests' (`openenvgen_testsupport.multinode`): each node a
-Docker daemon in a network namespace of its own, joined on a bridge, pulling the env image
-(the guess-the-number fixture env, `tests/fixtures/uv_env`) from a registry started here.
-Needs root; without it R5 fails with the reason. Two swarms, made once for the whole run,
-each node that runs replicas pulling the image before anything is timed (so start-up below
-is a service's, not the image's distribution; the pull's seconds are in the details):
-
-- **3-node swarm**: a manager, drained, and two workers: the service's replicas are spread
-  over the workers (`docker node ps` in the details);
-- **1-node swarm**: a lone manager node made the same way (same daemon set-up, same registry),
-  running every replica itself;
-- **UV**: the runtime's default launch mode (OpenEnv's UV provider, `uv run` of the fixture
-  project on the machine), `max_servers` servers.
-
-Throughput: each mode's package served the way training runs it (`serve_env` in its own
-process, 1 worker, `DOCKER_HOST` naming that swarm's manager; `EnvClient` here keeping
-`concurrency` episodes in flight, the tasks sent as wire data; `openenvgen_testsupport.served`).
-The env takes one session per server, so each mode runs as many servers as episodes in flight:
-`replicas` = `max_servers` = concurrency = 8 (`--quick`: 4). The three env servers start one
-after another (start-up = spawn until a warm-up batch of `concurrency` episodes is back:
-the pool launches its service, or its UV servers, meanwhile); then rounds of 256 episodes
-(`--quick`: 64) per mode, 3 rounds (`--quick`: 2), the modes interleaved and their order
-rotated each round, all three env servers up throughout (an idle swarm pool refreshes its
-replica list every second with `docker service ps`: a small load every batch shares). The
-scripted model answers at once (a wrong guess, then the right one: two model turns per
-episode), so a batch is bound by the machine's CPU: on one machine the cluster's nodes share
-its 2 cores, so the figures compare what each path costs per episode (network namespaces,
-veths, the bridge and each node's port mapping versus loopback), not a cluster's added
-capacity. Rate = successful episodes per minute over a batch (first sent to last back).
-
-Node failure: the package in this process (`load_environment`, `env.serving()`, `run_slot`, as
-`vf-eval` runs it) on the 3-node swarm, `replicas` = concurrency, `--env.retries.max-retries 2`,
-the model answering each turn 0.25 s late so episodes overlap. After 2 × concurrency episodes,
-at the first moment the pool holds a session on worker1, worker1 is killed (daemon,
-containerd, shims and containers at once, `Cluster.kill_node`) inside the event loop, so the
-pool's count of its sessions (`Server.active`), "in flight", is the count at the kill.
-Episodes keep starting until the rescheduled replicas have taken episodes for 10 s (or
-240 s after the kill). Counted: episodes lost (attempts that ended `env_lost`), retried
-(episodes with a failed attempt before their final one), failed in the end; seconds from the
-kill until a rescheduled replica joined the pool and until one first held an episode; the
-sessions each rescheduled replica's server accepted (its access log). worker1 is revived
-afterwards, and every node is checked for anything of the run left behind.
-
-Goal: every throughput episode successful; the 3-node swarm at ≥ 0.8× the 1-node swarm's
-rate (spreading replicas over nodes costs little); in the failure run, lost ≤ in flight,
-none failed in the end, and the rescheduled replicas take episodes.
-
-    python bench/r5_cluster.py [--quick] [--episodes 256] [--rounds 3] [--concurrency 8]
-"""
+"""R5: episodes on a real multi-node Docker Swarm (the `multinode` tests' cluster: each node
+a Docker daemon in a network namespace of its own, pulling the env image from a registry
+started here; needs root) against a 1-node swarm made the same way and UV launch, and a
+worker node that dies mid-run. Throughput: each mode's package served as training runs it
+(`serve_env`, 1 worker; `EnvClient` here), as many servers as episodes in flight (8; quick
+4), every image pulled before anything is timed; rounds of 256 episodes (quick 64), 3 rounds
+(quick 2), the modes interleaved, their order rotating; rate = successful episodes per minute
+over a batch. On one machine the nodes share its cores: the figures compare what each path
+costs per episode, not a cluster's capacity. Node failure: the package in this process on
+the 3-node swarm with 2 retries, the model answering 0.25 s late; once the pool holds a
+session on worker1 it is killed (daemon, containerd, containers) inside the event loop, so
+"in flight" is the pool's count at the kill; episodes keep starting until the rescheduled
+replicas have taken episodes for 10 s. Target: every throughput episode successful; 3-node
+at >= 0.8x the 1-node swarm's rate; lost <= in flight, none failed in the end, and the
+rescheduled replicas take episodes; nothing of the run left on any node."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import contextlib
 import itertools
-import json
 import os
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ENV_ID, DelayedModel, bench_env, load_average, log, median
+from common import ENV_ID, DelayedModel, bench_env, cli, docker_host, env_server, load_average, log, median, play
 
 from openenvgen_testsupport import docker_images, multinode, served
 from openenvgen_testsupport.adapters import (
@@ -81,7 +40,7 @@ from openenvgen_testsupport.adapters import (
     uv_taskset,
     wait_for,
 )
-from openenvgen_testsupport.scripted_model import DEFAULT_MODEL_ID, Script, ScriptedChatModel
+from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 SCRIPT = ['{"guess": 3}', "7"]
@@ -97,23 +56,6 @@ FAILURE_DEADLINE_S = 240.0
 TARGET_CLUSTER_OVER_SINGLE = 0.8
 
 
-@contextlib.contextmanager
-def docker_host(host: str | None) -> Iterator[None]:
-    """DOCKER_HOST for this process, and for what it spawns, in the block."""
-    before = os.environ.get("DOCKER_HOST")
-    if host:
-        os.environ["DOCKER_HOST"] = host
-    else:
-        os.environ.pop("DOCKER_HOST", None)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = before
-
-
 def swarm_taskset(cluster: multinode.Cluster, replicas: int, run_id: str) -> dict[str, Any]:
     return {
         "env": ENV_ID,
@@ -122,53 +64,6 @@ def swarm_taskset(cluster: multinode.Cluster, replicas: int, run_id: str) -> dic
         "startup_timeout": 300,
         "provider_kwargs": {"image": cluster.image, "labels": {BENCH_LABEL: run_id}},
     }
-
-
-def _summary(results: list[Any]) -> dict[str, Any]:
-    ok = successful = 0
-    errors: collections.Counter[str] = collections.Counter()
-    for episode in results:
-        if isinstance(episode, BaseException):
-            errors[f"{type(episode).__name__}: {str(episode)[:120]}"] += 1
-            continue
-        ok += bool(episode.ok)
-        if episode.ok and episode.traces[0].rewards["openenv_reward"].score == 1.0:
-            successful += 1
-        for error in episode.errors:
-            errors[f"{error.type}: {str(error.message)[:120]}"] += 1
-    return {"ok": ok, "successful": successful, "errors": dict(errors.most_common(4))}
-
-
-async def _batch(
-    address: str, model_url: str, task_data: list[dict[str, Any]], concurrency: int, *, startup: float = 60
-) -> dict[str, Any]:
-    """`task_data` through one `EnvClient`, `concurrency` in flight; wall time from the first
-    episode sent to the last back. A lone `EnvServer` answers only once its pool is up: the
-    first batch waits up to `startup` seconds for it."""
-    import verifiers.v1 as vf
-    from verifiers.v1.serve import EnvClient
-
-    client = EnvClient(address)
-    try:
-        await client.wait_for_server_startup(timeout=startup)
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(data: dict[str, Any]) -> Any:
-            async with gate:
-                run = client.run(
-                    client=served.model_client(model_url),
-                    model=DEFAULT_MODEL_ID,
-                    sampling=vf.SamplingConfig(),
-                    task_data=data,
-                )
-                return await asyncio.wait_for(run, 600)
-
-        started = time.perf_counter()
-        results = await asyncio.gather(*(one(d) for d in task_data), return_exceptions=True)
-        wall = time.perf_counter() - started
-    finally:
-        await client.close()
-    return {"episodes": len(task_data), "wall_s": round(wall, 2), **_summary(list(results))}
 
 
 def throughput(
@@ -197,11 +92,9 @@ def throughput(
             cluster = clusters.get(mode)
             started = time.perf_counter()
             with docker_host(cluster.manager.host if cluster else None):
-                server = stack.enter_context(
-                    served.env_server(configs[mode], workdir / f"r5-{mode.replace(' ', '-')}.log", pool=_one_worker())
-                )
+                server = stack.enter_context(env_server(configs[mode], 1, workdir / f"r5-{mode.replace(' ', '-')}.log"))
             addresses[mode] = server.address
-            warm = asyncio.run(_batch(server.address, str(model_url), batch[:concurrency], concurrency, startup=600))
+            warm = asyncio.run(play(server.address, batch[:concurrency], concurrency, str(model_url), startup=600))
             info: dict[str, Any] = {"startup_s": round(time.perf_counter() - started, 1), "warm_up": warm}
             if cluster:
                 (service,) = cluster.services(f"{BENCH_LABEL}={run_id}")
@@ -214,7 +107,7 @@ def throughput(
             order = MODES[round_ % len(MODES) :] + MODES[: round_ % len(MODES)]
             for mode in order:
                 before = load_average()
-                result = asyncio.run(_batch(addresses[mode], str(model_url), batch, concurrency))
+                result = asyncio.run(play(addresses[mode], batch, concurrency, str(model_url)))
                 rate = round(result["successful"] / result["wall_s"] * 60, 1) if result["wall_s"] else 0.0
                 runs.append(
                     {
@@ -244,19 +137,10 @@ def throughput(
     return {"modes": modes, "runs": runs}
 
 
-def pull_everywhere(nodes: list[tuple[multinode.Cluster, multinode.Node]]) -> float:
-    """Each node that will run replicas pulls the image from its registry, all at once;
-    the seconds that took."""
-    started = time.perf_counter()
+def pull_everywhere(nodes: list[tuple[multinode.Cluster, multinode.Node]]) -> None:
+    """Each node that will run replicas pulls the image from its registry, all at once."""
     with ThreadPoolExecutor(len(nodes)) as pool:
         list(pool.map(lambda cn: cn[0].docker(cn[1], "pull", cn[0].image, timeout=900), nodes))
-    return round(time.perf_counter() - started, 1)
-
-
-def _one_worker() -> Any:
-    from verifiers.v1.configs.serve import StaticPoolConfig
-
-    return StaticPoolConfig(num_workers=1)
 
 
 def _host(url: str) -> str:
@@ -283,7 +167,6 @@ def failure_run(cluster: multinode.Cluster, package_id: str, *, concurrency: int
     final_failed = [e for e in episodes if not e.ok]
     # An episode's errors hold those of its earlier, failed attempts (verifiers' retries).
     retried = [e for e in episodes if e.ok and e.errors]
-    error_types: collections.Counter[str] = collections.Counter(str(err.type) for e in episodes for err in e.errors)
     result = {
         "replicas": concurrency,
         "concurrency": concurrency,
@@ -297,7 +180,6 @@ def failure_run(cluster: multinode.Cluster, package_id: str, *, concurrency: int
         "lost": sum(trace.stop_condition == "env_lost" for trace in attempts),
         "attempts": len(attempts),
         "retried": len(retried),
-        "error_types": dict(error_types),
         "survivor": survivor.name,
         "killed": doomed.name,
         **seen,
@@ -324,7 +206,6 @@ async def _failure(
     started = time.monotonic()
     async with env.serving():
         seen["serving_after_s"] = round(time.monotonic() - started, 1)
-        seen["placement_before"] = cluster.placement(cluster.services(label)[0])
         initial = {s.url for s in env.pool.servers}
         before = set(cluster.docker(survivor, "ps", "-q", "--filter", f"label={label}").split())
 
@@ -350,12 +231,9 @@ async def _failure(
                     if not on_doomed:
                         continue
                     seen["in_flight"] = on_doomed
-                    seen["in_flight_everywhere"] = sum(s.active for s in servers)
-                    seen["done_before_kill"] = len(done)
                     # In the loop, not a thread: no session starts or ends between the count and the kill.
                     cluster.kill_node(doomed)
                     seen["killed_at"] = time.monotonic()
-                    seen["kill_took_s"] = round(seen["killed_at"] - now, 2)
                     continue
                 since = now - seen["killed_at"]
                 fresh = [s for s in servers if s.url not in initial]
@@ -372,8 +250,6 @@ async def _failure(
         await asyncio.wait_for(monitor(), FAILURE_DEADLINE_S + 600)
         await asyncio.wait_for(asyncio.gather(*players), 600)
         seen["run_s"] = round(time.monotonic() - started, 1)
-        seen["pool_servers_after"] = sorted(s.url for s in env.pool.servers)
-        seen["pool_servers_all_on_survivor"] = {_host(s.url) for s in env.pool.servers} == {survivor.address}
         sessions = cluster.sessions(label, nodes=[survivor])
         seen["sessions_on_rescheduled"] = {k: v for k, v in sessions.items() if k.split("/", 1)[1] not in before}
     seen["killed_after_s"] = round(seen.pop("killed_at", started) - started, 1) if "in_flight" in seen else None
@@ -381,34 +257,20 @@ async def _failure(
     return seen
 
 
-def run(
-    quick: bool,
-    workdir: Path,
-    *,
-    episodes: int | None = None,
-    rounds: int | None = None,
-    concurrency: int | None = None,
-) -> list[dict[str, Any]]:
-    episodes = episodes or (64 if quick else 256)
-    rounds = rounds or (2 if quick else 3)
-    concurrency = concurrency or (4 if quick else 8)
+def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
+    episodes, rounds, concurrency = (64, 2, 4) if quick else (256, 3, 8)
     os.environ["PATH"] = bench_env()["PATH"]
     reason = docker_images.daemon_problem() or multinode.problem()
     if reason:
         raise RuntimeError(f"R5 needs a Docker daemon and a multi-node swarm: {reason}")
     run_id = uuid.uuid4().hex[:12]
-    setup: dict[str, Any] = {}
-    started = time.perf_counter()
     image = docker_images.env_image()
     package_id = generate_uv_fixture_package(workdir)
-    setup["image_and_package_s"] = round(time.perf_counter() - started, 1)
     cache = docker_images.CACHE / "multinode-registry"
     with multinode.multinode_swarm(image, registry_cache=cache) as three:
         three.docker(three.manager, "node", "update", "--availability", "drain", three.manager.name)
-        setup["three_node"] = dict(three.timings)
         with multinode.multinode_swarm(image, workers=0, registry_cache=cache) as one:
-            setup["one_node"] = dict(one.timings)
-            setup["pull_s"] = pull_everywhere([(three, node) for node in three.workers] + [(one, one.manager)])
+            pull_everywhere([(three, node) for node in three.workers] + [(one, one.manager)])
             clusters = {MODES[0]: three, MODES[1]: one}
             speed = throughput(
                 clusters,
@@ -460,7 +322,6 @@ def run(
                 "modes": modes,
                 "cluster_runs": speed["runs"],
                 "failure_run": failure,
-                "setup_s": setup,
                 "cluster_over_uv": cluster_over_uv,
             },
         }
@@ -468,15 +329,7 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--episodes", type=int, default=None, help="per batch; default 256 (64 with --quick)")
-    parser.add_argument("--rounds", type=int, default=None, help="default 3 (2 with --quick)")
-    parser.add_argument("--concurrency", type=int, default=None, help="= servers per mode; default 8 (4 with --quick)")
-    ns = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="openenvgen-r5-") as tmp:
-        (result,) = run(ns.quick, Path(tmp), episodes=ns.episodes, rounds=ns.rounds, concurrency=ns.concurrency)
-    print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    cli(run)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import log, marked_pids, process_cpu_s, spread
+from common import cli, docker_host, log, marked_pids, process_cpu_s, spread
 
 TARGET_RATIO = 1.15
 SIDES = ("uv", "runc", "gvisor")
@@ -161,21 +161,7 @@ def _gvisor(image: str) -> Iterator[str | None]:
         daemon.__exit__(None, None, None)
 
 
-@contextlib.contextmanager
-def _docker_host(host: str | None) -> Iterator[None]:
-    before = os.environ.get("DOCKER_HOST")
-    if host is not None:
-        os.environ["DOCKER_HOST"] = host
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = before
-
-
-def run(quick: bool, workdir: Path) -> dict[str, Any]:
+def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     from openenvgen_testsupport import docker_images
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
@@ -192,7 +178,7 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
         sides = [s for s in SIDES if s != "gvisor" or gvisor_host is not None]
         for rnd in range(rounds):
             for side in sides if rnd % 2 == 0 else sides[::-1]:
-                with _docker_host(gvisor_host if side == "gvisor" else None):
+                with docker_host(gvisor_host if side == "gvisor" else None):
                     result = _one_run(package, side, image, str(model_url), episodes)
                 log(f"S1 round {rnd} {side}: {result}")
                 runs.append(result)
@@ -207,18 +193,28 @@ def run(quick: bool, workdir: Path) -> dict[str, Any]:
     ratio = runc_cpu / uv_cpu if uv_cpu and runc_cpu else None
     gvisor_cpu = summary.get("gvisor", {}).get("cpu_s_per_episode")
     all_ok = all(r["ok"] == r["of"] for r in runs)
-    return {
-        "id": "S1",
-        "title": "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
-        "target": f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
-        "measured": "; ".join(
-            f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
-            f"start-up {v['startup_s']} s"
-            for s, v in summary.items()
-        )
-        + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else ""),
-        "ratio": None if ratio is None else round(ratio, 3),
-        "ratio_label": "runc sandbox / UV CPU-s per episode",
-        "meets_target": all_ok and ratio is not None and ratio <= TARGET_RATIO,
-        "details": {"summary": summary, "runs": runs},
-    }
+    return [
+        {
+            "id": "S1",
+            "title": "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
+            "target": f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
+            "measured": "; ".join(
+                f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
+                f"start-up {v['startup_s']} s"
+                for s, v in summary.items()
+            )
+            + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else ""),
+            "ratio": None if ratio is None else round(ratio, 3),
+            "ratio_label": "runc sandbox / UV CPU-s per episode",
+            "meets_target": all_ok and ratio is not None and ratio <= TARGET_RATIO,
+            "details": {"summary": summary, "runs": runs},
+        }
+    ]
+
+
+def main() -> None:
+    cli(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -657,8 +657,8 @@ def benchmarks_page(results: str) -> str:
             "",
             "Speed claims live here, never in timed tests: every ratio is measured side by side in "
             "one run. `make bench` runs them all and writes `bench/out/results.json` and "
-            "`bench/out/results.md`; `make bench QUICK=1` is the short run. The figures below are "
-            "`bench/RESULTS.md` as of this build: the latest run, the machine it ran on, and profiles.",
+            "`bench/out/run.json`; `make bench QUICK=1` is the short run. The figures below are "
+            "`bench/RESULTS.md` as of this build: each benchmark's latest kept run, where and when it ran.",
             "",
             "## Results",
             "",

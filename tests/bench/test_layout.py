@@ -1,7 +1,7 @@
-"""bench/'s files are named after the benchmark ids they implement: each id of the runner
-(`bench/run.py`'s ALL) has one module, `<id>_<what>.py` (or `<id>.py`), whose results carry
-that id and whose docstring starts with it; what several benchmarks share is in modules
-named after what it is, never in another benchmark's."""
+"""bench/ keeps its shape: each benchmark id of the runner (`bench/run.py`'s BENCHMARKS) is one
+module named after it, `<id>_<what>.py`, with `run(quick, workdir)` and `main()` and a
+docstring that starts with its id (the page's method text); what several share is in
+common.py alone; bench/ stays within its line budget and its page within 200 lines."""
 
 from __future__ import annotations
 
@@ -17,58 +17,31 @@ sys.path.insert(0, str(BENCH))
 
 import run as bench_run  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
-RESULT_ID = re.compile(r'"id": "((?:[PRS]\d+|HOOKS)[\w-]*)"')
-"""A benchmark result's id as its module writes it (`"id": "P5-adapter"`)."""
+MAX_PYTHON_LINES = 3000
+MAX_PAGE_LINES = 200
 
 
-def _ids() -> set[str]:
-    """The benchmark ids the runner knows, without a variant's suffix (`P5-single` is P5's)."""
-    return {name.split("-")[0] for name in bench_run.ALL}
+def _functions(path: Path) -> dict[str, list[str]]:
+    tree = ast.parse(path.read_text("utf-8"))
+    return {n.name: [a.arg for a in n.args.args] for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
-def _module_id(path: Path) -> str:
-    return path.stem.split("_")[0].upper()
-
-
-def _benchmark_modules() -> dict[str, list[Path]]:
-    """id → the bench modules named after it."""
-    found: dict[str, list[Path]] = {}
-    for path in sorted(BENCH.glob("*.py")):
-        if _module_id(path) in _ids():
-            found.setdefault(_module_id(path), []).append(path)
-    return found
-
-
-def test_each_benchmark_id_has_one_module_named_after_it() -> None:
-    modules = _benchmark_modules()
-    assert {i: [p.name for p in paths] for i, paths in modules.items() if len(paths) != 1} == {}
-    assert sorted(_ids() - modules.keys()) == []
-    for benchmark, (path,) in modules.items():
+def test_each_benchmark_is_one_module_named_after_its_id() -> None:
+    for bid, module in bench_run.BENCHMARKS.items():
+        path = BENCH / f"{module}.py"
+        assert re.fullmatch(rf"{bid.lower()}_\w+", module), module
+        functions = _functions(path)
+        assert functions.get("run") == ["quick", "workdir"] and functions.get("main") == [], path.name
         doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
-        assert doc.startswith(benchmark), f"{path.name}: its docstring does not start with {benchmark}"
+        assert doc.startswith(f"{bid}:"), f"{path.name}: its docstring does not start with '{bid}:'"
 
 
-def test_no_module_is_named_after_an_id_the_runner_does_not_have() -> None:
-    named = [p for p in BENCH.glob("*.py") if re.fullmatch(r"[pr]\d+(_\w+)?", p.stem)]
-    stray = [p.name for p in named if _module_id(p) not in _ids()]
-    assert stray == []
+def test_every_other_module_is_the_runner_or_the_shared_one() -> None:
+    modules = {p.stem for p in BENCH.glob("*.py")}
+    assert modules - set(bench_run.BENCHMARKS.values()) == {"run", "common"}
 
 
-def test_each_result_id_comes_from_its_benchmarks_module() -> None:
-    """`"id": "P5-adapter"` is written by p5_*.py, `HOOKS-P3` by hooks.py, and so on."""
-    written: dict[str, list[str]] = {}
-    for path in sorted(BENCH.glob("*.py")):
-        for result_id in RESULT_ID.findall(path.read_text("utf-8")):
-            written.setdefault(path.name, []).append(result_id)
-    misplaced = {
-        name: ids for name, ids in written.items() if any(i.split("-")[0] != _module_id(BENCH / name) for i in ids)
-    }
-    assert misplaced == {}
-    assert {i for ids in written.values() for i in ids} >= set(bench_run.ALL) - {"HOOKS"}
-
-
-def test_the_method_text_covers_every_benchmark_module() -> None:
-    """RESULTS.md's method text is made of these modules' docstrings: each benchmark's is among them."""
-    listed = set(bench_run.METHOD_MODULES)
-    assert all((BENCH / f"{name}.py").is_file() for name in listed), sorted(listed)
-    assert {p.stem for paths in _benchmark_modules().values() for p in paths} <= listed
+def test_bench_stays_within_its_budget() -> None:
+    lines = sum(len(p.read_text("utf-8").splitlines()) for p in BENCH.rglob("*.py"))
+    assert lines <= MAX_PYTHON_LINES
+    assert len((BENCH / "RESULTS.md").read_text("utf-8").splitlines()) <= MAX_PAGE_LINES
