@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, RootModel
-from transformers.utils import get_json_schema
 
 from openenvgen.generation.trl_tools import _BOUNDS
 from openenvgen_runtime.trl import ANY_TOOL, TOOL_ACTION, TOOL_FIELDS
@@ -101,6 +100,8 @@ def _union_members(model: type[BaseModel]) -> list[type[BaseModel]]:
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
 def test_each_tool_s_trl_schema_accepts_exactly_the_action(package: Path) -> None:
+    from transformers.utils import get_json_schema  # here, not at collection: transformers is slow to import
+
     module = importlib.import_module(package.name.replace("-", "_") + ".trl")
     cls = module.environment_class()
     taskset = cls.TASKSET
