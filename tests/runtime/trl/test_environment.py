@@ -191,3 +191,23 @@ def test_the_runner_closes_its_pools_and_can_start_again() -> None:
     runner.close()  # a second close finds nothing
     assert closed == ["pool"]
     assert runner.run(answer()) == 42
+
+
+def test_a_union_action_is_one_tool_per_member_with_its_bounds_enforced(tmp_path: Any) -> None:
+    from transformers.utils import get_json_schema
+
+    from openenvgen_testsupport.union_envs import make_union_app
+
+    with serve_app(make_union_app(), ready_path="/health") as url:
+        package = generate_from_server("counter", str(url), tmp_path)
+        env = _trl(package).environment_class(base_url=str(url))()
+        assert {"peek", "add", "submit"} <= set(dir(env))
+        add = get_json_schema(env.add)["function"]
+        assert add["parameters"]["required"] == ["amount"] and "kind" not in add["parameters"]["properties"]
+        assert "at least 1; at most 5" in add["parameters"]["properties"]["amount"]["description"]
+        assert "Reach 7" in env.reset(seed=0)
+        refused = env.add(amount=9)  # a bound the schema's type cannot carry: the action model enforces it
+        assert refused.startswith("That reply is not a valid action: not a valid add action: amount:")
+        assert "added 3" in env.add(amount=3) and "added 4" in env.add(amount=4)
+        assert '"total": 7' in env.peek()
+        assert "won" in env.submit(total=7) and env.get_reward() == 1.0
