@@ -211,3 +211,16 @@ def test_a_union_action_is_one_tool_per_member_with_its_bounds_enforced(tmp_path
         assert "added 3" in env.add(amount=3) and "added 4" in env.add(amount=4)
         assert '"total": 7' in env.peek()
         assert "won" in env.submit(total=7) and env.get_reward() == 1.0
+
+
+def test_an_mcp_env_is_one_typed_method_per_tool(mcp_pkg: str, mcp_server: str) -> None:
+    env = _trl(mcp_pkg).environment_class(base_url=mcp_server)()
+    assert {"echo_message", "add", "fail"} <= set(dir(env))
+    # Its reset says what to do in `metadata`, which the model never reads (as in the verifiers path).
+    assert env.reset(seed=0) == "Observation:\n{}"
+    assert "hello" in env.echo_message(message="hello")
+    refused = env.add(a=1)  # checked against the tool's generated argument model: nothing sent
+    assert refused.startswith("That reply is not a valid action: arguments for 'add': b: Field required")
+    assert "40" in env.add(a=20, b=20) and env.get_reward() == 0.0
+    won = env.add(a=40, b=2)
+    assert won.endswith(EPISODE_OVER) and env.get_reward() == 1.0
