@@ -26,6 +26,8 @@ RUNTIME_MODULES = {
     # What generated packages and the documented customising path import.
     "openenvgen_runtime": None,  # its __all__
     "openenvgen_runtime.extensions": ["ExtensionError", "HookError", "load_extension"],
+    # What a package's `<module>/trl.py` imports.
+    "openenvgen_runtime.trl": None,  # its __all__
     # The MCP models a package imports instead of generating (openenvgen_schemas/mcp_models.json).
     "openenvgen_runtime.mcp_models": [
         "CallToolAction",

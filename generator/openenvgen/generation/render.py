@@ -23,6 +23,8 @@ from openenvgen.generation.layout import LOCK_FILE as LOCK_FILE
 from openenvgen.generation.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
 from openenvgen.generation.layout import sha256_text as sha256_text
 from openenvgen.generation.layout import templates_dir as templates_dir
+from openenvgen.generation.python_format import format_module
+from openenvgen.generation.trl_tools import trl_tools
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas.normalise import union_members
 
@@ -130,11 +132,17 @@ def render_files(spec: EnvSpec) -> dict[str, str]:
         "union_members": _union_rows(spec, models),
     }
     m = spec.module
+    tools = trl_tools(spec, models)
+    classes = sorted({t.target for t in tools if t.target[:1].isupper() and t.target != "ANY_TOOL"}, key=str.lower)
+    # The TRL module goes through ruff (as the models do): its signatures and literals come
+    # from the schema, too varied to write as ruff formats them by hand.
+    trl = format_module(env.get_template("trl.py.j2").render(context, tools=tools, model_imports=classes))
     files = {
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(context),
         "README.md": env.get_template("README.md.j2").render(context),
         f"{m}/__init__.py": env.get_template("__init__.py.j2").render(context),
         f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
+        f"{m}/trl.py": trl,
         f"{m}/models.py": models.source,
         f"{m}/py.typed": f"{HEADER}\n",
         f"{m}/snapshot.json": render_snapshot(spec),
