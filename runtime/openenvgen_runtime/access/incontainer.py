@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING
 CHUNK = 256 * 1024
 HEAD_LIMIT, HEAD_TIMEOUT = 16 * 1024, 10.0
 """Bytes and seconds a request head may take (and seconds an upstream may take to accept)."""
-CONNECTIONS, PENDING, PEER_PENDING = 512, 64, 16
-"""Connections open at once; of those, pending ones; of those, one peer address's."""
+CONNECTIONS, PENDING, PEER_PENDING = 512, 256, 64
+"""Connections open at once; pending ones (over twice what asyncio accepts at a time: none
+is dropped before a head sent at once is read); one peer address's pending ones."""
 WALL_EVERY = 1.0  # seconds between two looks at the routers' addresses (`Wall`)
 
 if TYPE_CHECKING:  # spelt for the checker only: images may run a Python older than tuple[...]

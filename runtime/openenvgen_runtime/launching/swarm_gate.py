@@ -148,13 +148,14 @@ class SwarmGate:
                 self._empty.append(name)
 
     def service_args(
-        self, server_command: list[str], *, publish: bool = True, server_user: str | None = None
+        self, server_command: list[str], *, publish: bool = True, server_user: str | None = None, wall: str = ""
     ) -> tuple[list[str], list[str]]:
         """(`docker service create` options, the command after the image): the gate
         mounted and run in front of `server_command`, only the gate's port published (none
         when `publish` is false: the replicas are then reached through their router). With
         `server_user` (UID:GID) the gate, root, runs the server as that user, and the secret
-        files are root's alone."""
+        files are root's alone; with `wall` (the routers' name) it routes every address of
+        the replicas' network but the routers' nowhere."""
         owner = "uid=0,gid=0,mode=0400" if server_user else "mode=0444"
         options = ["--publish", f"mode=host,target={GATE_PORT}"] if publish else []
         options += [
@@ -173,6 +174,8 @@ class SwarmGate:
             options += ["--env", f"{name}="]
         if server_user:
             gate += ["--user", server_user]
+        if wall:
+            gate += ["--wall", wall]
         gate += ["--listen", str(GATE_PORT), "--upstream", str(SERVER_PORT)]
         return options, [*gate, "--", *server_command]
 

@@ -116,7 +116,10 @@ class SwarmService(DockerSwarmProvider):
                 self.gate.remove()
                 raise
         gate_options, gate_command = self.gate.service_args(
-            self.server_command, publish=self.isolated is None, server_user=USER if self.hardening else None
+            self.server_command,
+            publish=self.isolated is None,
+            server_user=USER if self.hardening else None,
+            wall=f"tasks.{self.isolated.router}" if self.isolated is not None else "",
         )
         cmd = ["docker", "service", "create", "--detach", "--name", name]
         cmd += ["--replicas", str(max(1, replicas)), *gate_options]

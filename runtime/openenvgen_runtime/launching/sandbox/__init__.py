@@ -7,8 +7,8 @@ function for both modes; a network-less container starts the `shim` role of
 image's command and relays a Unix socket in a bind-mounted folder to its port; `relay` is
 the host's end of that socket, a loopback port, so OpenEnv's client reaches the server by
 URL as before (a Swarm replica without network is reached through one too, tunnelled by its
-launch's router); `isolated` puts the three together for one `docker run`, its socket folder made by `folders`, which names it by
-the run's owner so that the run's reaper finds it.
+launch's router); `isolated` puts the three together for one `docker run`, its socket
+folder made by `folders`, which names it by the run's owner so that the run's reaper finds it.
 
 Layers: folders < hardening, relay < isolated
 """
