@@ -70,7 +70,7 @@ def hardening_args(sandbox: Sandbox, cli: Literal["run", "service"]) -> list[str
     if cli == "service" or sandbox.isolated:
         # The gate (`swarm_gate`) or the shim (`isolated`) starts as root with these alone
         # and runs the server as USER.
-        capabilities = SHIM_CAPABILITIES if cli == "run" else GATE_CAPABILITIES
+        capabilities: tuple[str, ...] = SHIM_CAPABILITIES if cli == "run" else GATE_CAPABILITIES
         capabilities += ("NET_ADMIN",) if cli == "service" and sandbox.isolated else ()
         args += ["--user", "0:0", *(arg for cap in capabilities for arg in ("--cap-add", cap))]
     else:
