@@ -330,3 +330,113 @@ def test_a_replica_swarm_replaces_is_reached_through_a_new_relay(
     assert now and set(now).isdisjoint(before), (before, now)  # the new replica's own relay
     assert "swarm replica" in caplog.text and "joined" in caplog.text
     assert docker_images.labelled(token) == []
+
+
+def wall_probe(replicas: list[str], router: str) -> str:
+    """Model code that tries to reset and step every other replica of its launch: at its
+    address on port 8000 (its server) and at the gate's port without the secret, and through
+    the router (which asks the gate); and to read the launch's secret."""
+    reset = b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+    body = json.dumps({"action": {"code": PLAIN}}).encode()
+    step = b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+    return "\n".join(
+        [
+            "import errno, json, socket",
+            "def ask(address, data):",
+            "    try:",
+            "        with socket.create_connection(address, timeout=5) as s:",
+            "            s.sendall(data)",
+            "            reply = b''",
+            "            while True:",
+            "                chunk = s.recv(65536)",
+            "                if not chunk:",
+            "                    break",
+            "                reply += chunk",
+            "        return [line.decode() for line in reply.split(b'\\r\\n') if line.startswith(b'HTTP/1.1 ')]",
+            "    except OSError as e:",
+            "        return errno.errorcode.get(e.errno or 0, type(e).__name__)",
+            "own = socket.gethostbyname(socket.gethostname())",
+            "found = {'own': own}",
+            f"for other in [a for a in {replicas!r} if a != own]:",
+            f"    for name, request in (('reset', {reset!r}), ('step', {step!r})):",
+            "        found[other + ' 8000 ' + name] = ask((other, 8000), request)",
+            f"        found[other + ' {GATE_PORT} ' + name] = ask((other, {GATE_PORT}), request)",
+            f"        connect = ('CONNECT %s:{GATE_PORT} HTTP/1.1\\r\\n\\r\\n' % other).encode()",
+            f"        found[other + ' router ' + name] = ask(({router!r}, 18080), connect + request)",
+            "try:",
+            "    found['secret'] = open('/run/secrets/openenvgen-access').read() and 'read'",
+            "except OSError as e:",
+            "    found['secret'] = errno.errorcode[e.errno]",
+            "print('wall', json.dumps(found), 'done')",
+        ]
+    )
+
+
+def replica_network_addresses(token: str) -> tuple[list[str], str]:
+    """The running replicas' addresses on their launch's internal network, and the router's there."""
+    services = {
+        docker_images.docker("service", "inspect", "--format", "{{.Spec.Name}}", s).stdout.strip(): s
+        for s in docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
+    }
+    (router,) = [name for name in services if name.endswith("-router")]
+    (replicas,) = [name for name in services if name != router]
+
+    def on_network(task: dict[str, Any]) -> str:
+        (address,) = [
+            a["Addresses"][0].split("/")[0]
+            for a in task["NetworksAttachments"]
+            if a["Network"]["Spec"]["Name"].endswith("-replicas")
+        ]
+        return address
+
+    running = [t for t in service_tasks(replicas) if t["Status"]["State"] == "running"]
+    (router_task,) = [t for t in service_tasks(router) if t["Status"]["State"] == "running"]
+    return sorted(on_network(t) for t in running), on_network(router_task)
+
+
+def test_one_replicas_code_reaches_no_other_replica_nor_the_secret(image: str, code_pkg: str, token: str) -> None:
+    """Two replicas: the model's code in one tries to reset and step the other at its
+    address (the server's port 8000 and the gate's) and through the router, and to read the
+    launch's secret. Each replica's gate routes every address of the internal network but
+    the routers' nowhere (so neither port answers: no HTTP reply at all), the router's way
+    ends at the other replica's gate (401 without the secret), and the secret file is the
+    gate's (root's, 0400): the code, as nobody, cannot open it. The run's own episodes play."""
+    taskset = swarm_taskset(image, token, replicas=2)
+    codes = Codes([])
+    model = ScriptedChatModel(codes)
+    with serve_app(model) as model_url:
+        env = load_env(code_pkg, taskset)
+
+        async def main() -> tuple[list[Any], tuple[list[str], str]]:
+            async with env.serving():
+                layout = ([], "")
+                for _ in range(120):  # both replicas running (the pool starts with the first one up)
+                    layout = await asyncio.to_thread(replica_network_addresses, token)
+                    if len(layout[0]) == 2:
+                        break
+                    await asyncio.sleep(1)
+                probe = wall_probe(*layout)
+                codes.codes += [probe, probe, PLAIN, PLAIN]
+                ctx = model_context(str(model_url))
+                (task,) = list(env.taskset)[:1]
+                probes = await asyncio.gather(env.run_episode(task, ctx), env.run_episode(task, ctx))
+                plain = await asyncio.gather(env.run_episode(task, ctx), env.run_episode(task, ctx))
+                return [*probes, *plain], layout
+
+        episodes, layout = asyncio.run(main())
+    print("the launch's replicas and router on its network:", layout)
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 4
+    assert len(layout[0]) == 2, layout
+    for episode in episodes[:2]:
+        found = json.loads(reported(episode, "wall"))
+        print("one replica's code found:", found)
+        (other,) = [a for a in layout[0] if a != found["own"]]
+        assert found["secret"] == "EACCES", found
+        for name in ("reset", "step"):
+            assert isinstance(found[f"{other} 8000 {name}"], str), found  # an errno: no HTTP reply at all
+            assert isinstance(found[f"{other} {GATE_PORT} {name}"], str), found
+            assert found[f"{other} router {name}"] == [
+                "HTTP/1.1 200 Connection established",
+                "HTTP/1.1 401 Unauthorized",
+            ], found
+    assert docker_images.labelled(token) == []

@@ -4,8 +4,9 @@
 `base_url` fleet's headers) and the TLS trust, and adds them to every HTTP request the
 runtime makes (an `httpx.Auth`); `relay` carries OpenEnv's WebSocket sessions (whose
 client takes neither headers nor a TLS context) through a loopback relay that adds them;
-`gate` is the program a Swarm replica runs in front of its server to require the secret;
-`router` is the program that is the one way in to replicas kept on a network of their own.
+`incontainer` is the one program a run's containers start first: the gate a Swarm replica
+runs in front of its server to require the secret, the router that is the one way in to
+replicas kept on a network of their own, and the shim of a network-less sandboxed container.
 
-Layers: gate, origins, router < relay
+Layers: incontainer, origins < relay
 """

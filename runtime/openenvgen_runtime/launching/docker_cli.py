@@ -64,6 +64,22 @@ def ensure_image(image: str, *, mode: str, timeout: float) -> None:
         )
 
 
+def image_command(image: str, *, mode: str, command: list[str] | str | None = None) -> list[str]:
+    """The command a container of `image` runs: its Entrypoint, then `command` (a list, or a
+    string split on spaces) or else its Cmd; read from this engine's copy of the image. A
+    one-line LaunchError when it cannot be read or names no command."""
+    found = docker("image", "inspect", "--format", "{{json .Config}}", image)
+    if found.returncode != 0:
+        raise LaunchError(f"{mode}: cannot read the command of image {image}: {last_line(found.stderr)}")
+    config = json.loads(found.stdout) or {}
+    cmd = (command.split() if isinstance(command, str) else list(command)) if command else config.get("Cmd") or []
+    whole = [str(part) for part in [*(config.get("Entrypoint") or []), *cmd]]
+    if not whole:
+        hint = "; set `command`" if mode == "use_swarm" else ""
+        raise LaunchError(f"{mode}: image {image} names no command (Entrypoint or Cmd) for its server{hint}")
+    return whole
+
+
 def service_tasks(service: str) -> list[dict[str, Any]]:
     """`docker inspect` of each task of a Swarm service (one per replica, past ones too)."""
     ids = docker("service", "ps", "-q", "--no-trunc", service).stdout.split()

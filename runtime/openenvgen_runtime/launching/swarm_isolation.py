@@ -6,8 +6,8 @@ sandboxed Swarm launch without network (`sandbox_network = "none"`) makes, per l
 - an internal overlay network for its replicas (`--internal`: it has no gateway, so a
   replica's code reaches no node address, no Docker bridge and nothing outside; names
   outside it do not resolve) on which the replicas publish no port;
-- the router (`openenvgen_runtime.access.router`, standard library only, shipped as a
-  Swarm config and run by the image's own `python3`), a global service on that network and
+- the router (the `router` role of `openenvgen_runtime.access.incontainer`, the launch's
+  program config that its gates run, by the image's own `python3`), a global service on that network and
   on a second overlay network of the launch, from which it publishes its port on each node
   (`mode=host`). It opens `CONNECT` tunnels to the replicas' gates and to nothing else;
   the gates still require the launch's secret, which the router never holds;
@@ -16,48 +16,31 @@ sandboxed Swarm launch without network (`sandbox_network = "none"`) makes, per l
   URL is its relay's, so the pool, its health probes and OpenEnv's client reach it as any
   other server; a replica that Swarm replaces gets a new relay and URL.
 
-The networks, the router service and its config carry the run's labels, so the run's
-reaper removes them however the run ends; `remove` removes them on a normal stop.
+The networks and the router service are `SwarmObjects` (the run's labels, so the run's
+reaper removes them however the run ends); `remove` removes them on a normal stop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import subprocess
 import threading
-import time
 import uuid
-from importlib import resources
 from typing import Any
 
-from openenvgen_runtime.launching.docker_cli import (
-    OWNER_LABEL,
-    docker,
-    label_args,
-    last_line,
-    node_address,
-    service_tasks,
-    task_failure,
-)
-from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, label_args, node_address, service_tasks, task_failure
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
-from openenvgen_runtime.launching.swarm_gate import GATE_PORT
+from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmObjects
 
 ROUTER_PORT = 18080
 """The port the router listens on in its container, published on its node."""
 ROUTER_FILE = "/openenvgen-router.py"
+"""Where the router has the in-container program."""
 ROUTER_LIMITS = ["--limit-memory", "128m", "--limit-pids", "64", "--limit-cpu", "0.5"]
 """The router's own limits: a splice of bytes needs little."""
 TUNNEL_TIMEOUT = 15.0
 """Seconds to reach the router and have it open a tunnel."""
-
-
-def router_program() -> bytes:
-    """The router's source, as shipped to the nodes."""
-    return resources.files("openenvgen_runtime.access").joinpath("router.py").read_bytes()
 
 
 async def open_tunnel(
@@ -91,7 +74,6 @@ class IsolatedNetwork:
 
     def __init__(self, labels: dict[str, str], image: str, constraints: list[str] | None = None) -> None:
         self.name = f"openenvgen-{uuid.uuid4().hex[:12]}"
-        self.labels = labels
         self.image = image
         self.constraints = list(constraints or [])
         self.replica_network = f"{self.name}-replicas"
@@ -99,41 +81,30 @@ class IsolatedNetwork:
         self.router_network = f"{self.name}-outside"
         """The router's second network, which gives it a port on its node."""
         self.router = f"{self.name}-router"
-        """The router's service and config name."""
-        self._made: list[tuple[str, str]] = []
+        """The router's service name."""
+        self.objects = SwarmObjects(labels)
         self._relays: dict[str, tuple[tuple[str, int], str, Relay]] = {}
         """By replica task ID: (router address, replica address, its relay)."""
         self._nodes: dict[str, str] = {}
         self._lock = threading.Lock()
         """`urls` and `remove` run in worker threads: one at a time."""
 
-    def create(self, replica_service: str) -> None:
-        """Make the networks, the router's config and its service, before the replicas'
-        service; one-line LaunchErrors (everything made so far removed)."""
-        self._create("network", self.replica_network, "--driver", "overlay", "--internal", self.replica_network)
-        self._create("network", self.router_network, "--driver", "overlay", self.router_network)
-        self._create("config", self.router, self.router, "-", content=router_program())
+    def create(self, replica_service: str, program: str) -> None:
+        """Make the networks and the router's service (running the config `program`), before
+        the replicas' service; one-line LaunchErrors (everything made so far removed)."""
+        self.objects.create("network", self.replica_network, "--driver", "overlay", "--internal", self.replica_network)
+        self.objects.create("network", self.router_network, "--driver", "overlay", self.router_network)
         options = ["--detach", "--name", self.router, "--mode", "global"]
         options += ["--network", self.replica_network, "--network", self.router_network]
         options += ["--publish", f"mode=host,target={ROUTER_PORT}"]
-        options += ["--config", f"source={self.router},target={ROUTER_FILE},mode=0444"]
-        options += label_args("--container-label", self.labels)
+        options += ["--config", f"source={program},target={ROUTER_FILE},mode=0444"]
+        options += label_args("--container-label", self.objects.labels)
         options += ["--user", USER, "--cap-drop", "ALL", "--read-only", *ROUTER_LIMITS]
         for constraint in self.constraints:  # where the replicas may run, so may their routers
             options += ["--constraint", constraint]
-        router = ["-I", ROUTER_FILE, "--replicas", f"tasks.{replica_service}", "--port", str(GATE_PORT)]
+        router = ["-I", ROUTER_FILE, "router", "--replicas", f"tasks.{replica_service}", "--port", str(GATE_PORT)]
         router += ["--listen", str(ROUTER_PORT)]
-        self._create("service", self.router, *options, "--entrypoint", "python3", self.image, *router)
-
-    def _create(self, kind: str, name: str, *args: str, content: bytes | None = None) -> None:
-        """`docker KIND create` with the run's labels and `args`, `content` on stdin."""
-        command = ["docker", kind, "create", *label_args("--label", self.labels), *args]
-        made = subprocess.run(command, input=content, capture_output=True, timeout=120)
-        if made.returncode != 0:
-            self.remove()
-            error = last_line(made.stderr.decode(errors="replace"))
-            raise LaunchError(f"use_swarm: `docker {kind} create` failed: {error}")
-        self._made.append((kind, name))
+        self.objects.create("service", self.router, *options, "--entrypoint", "python3", self.image, *router)
 
     def replica_args(self) -> list[str]:
         """The replicas' `docker service create` network: theirs alone."""
@@ -184,7 +155,7 @@ class IsolatedNetwork:
                 known[2].close()
 
             opener = functools.partial(open_tunnel, router, address)
-            relay = Relay(opener, f"{self.name} {address}", self.labels.get(OWNER_LABEL))
+            relay = Relay(opener, f"{self.name} {address}", self.objects.labels.get(OWNER_LABEL))
             self._relays[task["ID"]] = (router, address, relay)
         for gone in set(self._relays) - seen:
             self._relays.pop(gone)[2].close()
@@ -199,22 +170,10 @@ class IsolatedNetwork:
         return None if problem is None else f"the router: {problem}"
 
     def remove(self) -> None:
-        """Close the relays; remove the router, its config and the networks (once the
-        replicas' service is gone: a network in use cannot be removed)."""
+        """Close the relays; remove the router and the networks (once the replicas' service
+        is gone: a network in use cannot be removed)."""
         with self._lock:
             relays, self._relays = self._relays, {}
         for _, _, relay in relays.values():
             relay.close()
-        made, self._made = self._made, []
-        with contextlib.suppress(subprocess.SubprocessError, OSError):
-            if ("service", self.router) in made:
-                docker("service", "rm", self.router, timeout=60)
-            if ("config", self.router) in made:
-                docker("config", "rm", self.router, timeout=60)
-            networks = [name for kind, name in made if kind == "network"]
-            deadline = time.monotonic() + 30
-            while networks and time.monotonic() < deadline:
-                # The swarm frees a network shortly after the last container on it goes.
-                networks = [n for n in networks if docker("network", "rm", n, timeout=60).returncode != 0]
-                if networks:
-                    time.sleep(0.5)
+        self.objects.remove()

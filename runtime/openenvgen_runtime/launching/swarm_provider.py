@@ -43,7 +43,8 @@ from openenvgen_runtime.launching.docker_cli import (
 )
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
-from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, image_command
+from openenvgen_runtime.launching.sandbox.hardening import USER
+from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, server_command
 from openenvgen_runtime.launching.swarm_isolation import IsolatedNetwork
 from openenvgen_servers.environment import container_env_args, passed_values
 
@@ -110,11 +111,16 @@ class SwarmService(DockerSwarmProvider):
         self.gate.create(passed_values(self.pass_env, env_vars))
         if self.isolated is not None:
             try:
-                self.isolated.create(name)
+                self.isolated.create(name, self.gate.program)
             except LaunchError:
                 self.gate.remove()
                 raise
-        gate_options, gate_command = self.gate.service_args(self.server_command, publish=self.isolated is None)
+        gate_options, gate_command = self.gate.service_args(
+            self.server_command,
+            publish=self.isolated is None,
+            server_user=USER if self.hardening else None,
+            wall=f"tasks.{self.isolated.router}" if self.isolated is not None else "",
+        )
         cmd = ["docker", "service", "create", "--detach", "--name", name]
         cmd += ["--replicas", str(max(1, replicas)), *gate_options]
         cmd += label_args("--label", self.labels) + label_args("--container-label", self.labels)
@@ -246,7 +252,7 @@ def provider_for(
     if manager != "true":
         raise LaunchError("use_swarm: this Docker engine is a swarm worker; run the eval on a manager node")
     service_options = {k: v for k, v in options.items() if k in SERVICE_OPTIONS}
-    server_command = image_command(image, options.get("command"), timeout=timeout)
+    command = server_command(image, options.get("command"), timeout=timeout)
     try:
         return SwarmService(
             image,
@@ -255,7 +261,7 @@ def provider_for(
             env_vars=options.get("env_vars"),
             pass_env=options.get("pass_env", ()),
             overlay_network=options.get("overlay_network"),
-            server_command=server_command,
+            server_command=command,
             isolated=isolated,
             **service_options,
         )

@@ -27,7 +27,7 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
-from openenvgen_runtime.access import gate as gate_module
+from openenvgen_runtime.access import incontainer
 from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.access.relay import SessionRelays
 from openenvgen_servers.ports import free_port
@@ -52,7 +52,7 @@ def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gated]:
     log = folder / "gate.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-I", gate_module.__file__, "--secret-file", str(folder / "secret")]
+            [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(folder / "secret")]
             + ["--listen", str(listen), "--upstream", str(upstream), "--", *server],
             cwd=UV_FIXTURE_PROJECT,
             stdout=out,
@@ -184,7 +184,7 @@ def test_sigterm_reaches_the_server_and_the_gate_exits_with_its_code(tmp_path: P
         "print('up', flush=True); time.sleep(60)"
     )
     process = subprocess.Popen(
-        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(tmp_path / "secret")]
         + ["--listen", str(free_port("127.0.0.1")), "--upstream", "1", "--", sys.executable, "-c", child],
         stdout=subprocess.PIPE,
     )
@@ -199,7 +199,7 @@ def test_sigterm_reaches_the_server_and_the_gate_exits_with_its_code(tmp_path: P
 
 def test_a_secret_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "absent")]
+        [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(tmp_path / "absent")]
         + ["--listen", "1", "--upstream", "2", "--", "true"],
         capture_output=True,
         text=True,
@@ -227,7 +227,7 @@ def test_variable_files_become_the_servers_environment_and_nothing_else(tmp_path
     )
     env_files = [arg for name in values for arg in ("--env-file", f"{name}={tmp_path / name}")]
     process = subprocess.Popen(
-        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret"), *env_files]
+        [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(tmp_path / "secret"), *env_files]
         + ["--listen", str(free_port("127.0.0.1")), "--upstream", "1", "--", sys.executable, "-c", child],
         stdout=subprocess.PIPE,
         env={"PATH": "/usr/bin:/bin"},
@@ -247,7 +247,7 @@ def test_variable_files_become_the_servers_environment_and_nothing_else(tmp_path
 def test_a_variable_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "secret").write_text("x" * 32)
     proc = subprocess.run(
-        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(tmp_path / "secret")]
         + ["--env-file", f"SOME_KEY={tmp_path / 'absent'}", "--listen", "1", "--upstream", "2", "--", "true"],
         capture_output=True,
         text=True,
@@ -263,7 +263,7 @@ def test_a_variable_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None
 def test_no_server_command_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "secret").write_text("x" * 32)
     proc = subprocess.run(
-        [sys.executable, "-I", gate_module.__file__, "--secret-file", str(tmp_path / "secret")]
+        [sys.executable, "-I", incontainer.__file__, "gate", "--secret-file", str(tmp_path / "secret")]
         + ["--listen", "1", "--upstream", "2", "--"],
         capture_output=True,
         text=True,

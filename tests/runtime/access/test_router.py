@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from openenvgen_runtime.access import router as router_module
+from openenvgen_runtime.access import incontainer
 from openenvgen_runtime.launching import swarm_isolation
 from openenvgen_runtime.launching.sandbox.relay import Relay
 from openenvgen_servers.ports import free_port
@@ -34,7 +34,7 @@ from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 def start_router(replicas: str, port: int) -> tuple[int, subprocess.Popen[bytes]]:
     listen = free_port("127.0.0.1")
     process = subprocess.Popen(
-        [sys.executable, "-I", router_module.__file__, "--replicas", replicas, "--port", str(port)]
+        [sys.executable, "-I", incontainer.__file__, "router", "--replicas", replicas, "--port", str(port)]
         + ["--listen", str(listen), "--host", "127.0.0.1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -141,7 +141,7 @@ def test_anything_but_connect_is_refused(router: int, server: int) -> None:
     assert status(exchange(router, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")) == "HTTP/1.1 405 Method Not Allowed"
     assert status(exchange(router, b"hello\r\n\r\n")) == "HTTP/1.1 400 Bad Request"
     assert status(exchange(router, b"CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n")) == "HTTP/1.1 400 Bad Request"
-    huge = b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nX: " % server + b"a" * (router_module.HEAD_LIMIT * 2) + b"\r\n\r\n"
+    huge = b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nX: " % server + b"a" * (incontainer.HEAD_LIMIT * 2) + b"\r\n\r\n"
     reply = exchange(router, huge)  # refused mid-head: the 400 may be lost to the reset
     assert reply == b"" or status(reply) == "HTTP/1.1 400 Bad Request", reply[:100]
 

@@ -57,15 +57,22 @@ class Sandbox:
 SHIM_CAPABILITIES = ("SETUID", "SETGID", "DAC_OVERRIDE")
 """What the shim of a network-less container holds (as the container's root) to create its
 socket in the host's private folder and become `USER`; the server it starts holds none."""
+GATE_CAPABILITIES = ("SETUID", "SETGID")
+"""What a Swarm replica's gate holds (as the container's root, so that it alone reads the
+launch's secret) to become `USER` for the server it starts, which holds none; without
+network, NET_ADMIN too, to route every other replica's address nowhere (`--wall`)."""
 
 
 def hardening_args(sandbox: Sandbox, cli: Literal["run", "service"]) -> list[str]:
     """The hardening as `docker run` (`cli="run"`) or `docker service create` arguments."""
     tmpfs = f"{SCRATCH}:rw,nosuid,nodev,size={sandbox.scratch}"
     args = ["--cap-drop", "ALL", "--read-only"]
-    if cli == "run" and sandbox.isolated:
-        # The shim (`isolated`) starts as root with these alone and runs the server as USER.
-        args += ["--user", "0:0", *(arg for cap in SHIM_CAPABILITIES for arg in ("--cap-add", cap))]
+    if cli == "service" or sandbox.isolated:
+        # The gate (`swarm_gate`) or the shim (`isolated`) starts as root with these alone
+        # and runs the server as USER.
+        capabilities: tuple[str, ...] = SHIM_CAPABILITIES if cli == "run" else GATE_CAPABILITIES
+        capabilities += ("NET_ADMIN",) if cli == "service" and sandbox.isolated else ()
+        args += ["--user", "0:0", *(arg for cap in capabilities for arg in ("--cap-add", cap))]
     else:
         args += ["--user", USER]
     if cli == "run":

@@ -3,8 +3,8 @@
 For one `docker run`: `Isolated.prepare` reads the image's own command (`docker image
 inspect`: Entrypoint then Cmd, unchanged) and makes a private folder for the socket, marked
 with the run's owner (`folders`: the run's reaper removes it if the run dies);
-`run_args` bind-mounts that folder and the shim (read-only) and starts the shim with the
-image's `python3` in place of the entrypoint; `connect` starts the host's `Relay` to the
+`run_args` bind-mounts that folder and the in-container program (read-only) and starts its
+`shim` role with the image's `python3` in place of the entrypoint; `connect` starts the host's `Relay` to the
 socket and returns its loopback URL; `close` stops the relay and removes the folder, on
 every path (a failed `docker run` included).
 """
@@ -12,33 +12,20 @@ every path (a failed `docker run` included).
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 from pathlib import Path
 
-from openenvgen_runtime.launching.docker_cli import docker, last_line
-from openenvgen_runtime.launching.errors import LaunchError
-from openenvgen_runtime.launching.sandbox import folders, shim
+from openenvgen_runtime.access import incontainer
+from openenvgen_runtime.launching.docker_cli import image_command
+from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
 
 PYTHON = "python3"
-"""The image's interpreter that runs the shim (found on the image's PATH)."""
+"""The image's interpreter that runs the program (found on the image's PATH)."""
 MOUNT = "/run/openenvgen"
-"""Where the socket folder is in the container; the shim is beside it."""
+"""Where the socket folder is in the container; the program is beside it."""
 SOCKET = "server.sock"
-
-
-def image_command(image: str) -> list[str]:
-    """The command the image runs (Entrypoint, then Cmd); a one-line LaunchError for none."""
-    found = docker("image", "inspect", "--format", "{{json .Config.Entrypoint}}\t{{json .Config.Cmd}}", image)
-    if found.returncode != 0:
-        raise LaunchError(f"use_docker: cannot read the command of image {image}: {last_line(found.stderr)}")
-    entrypoint, cmd = (json.loads(part) or [] for part in found.stdout.strip().split("\t"))
-    command = [*entrypoint, *cmd]
-    if not command:
-        raise LaunchError(f"use_docker: image {image} names no command (Entrypoint or Cmd) for its server")
-    return [str(part) for part in command]
 
 
 class Isolated:
@@ -57,20 +44,21 @@ class Isolated:
     @classmethod
     def prepare(cls, image: str, owner: str | None = None) -> Isolated:
         """For a container of `image` of the run whose owner label value is `owner`."""
-        return cls(image_command(image), owner)
+        return cls(image_command(image, mode="use_docker"), owner)
 
     def run_args(self, image: str) -> list[str]:
         """`docker run` arguments from the entrypoint on: mounts, the shim, the image, its command."""
-        shim_file = Path(shim.__file__).resolve()
+        program = Path(incontainer.__file__).resolve()
         return [
             "--volume",
             f"{self.sockets}:{MOUNT}/socket",
             "--volume",
-            f"{shim_file}:{MOUNT}/shim.py:ro",
+            f"{program}:{MOUNT}/incontainer.py:ro",
             "--entrypoint",
             PYTHON,
             image,
-            f"{MOUNT}/shim.py",
+            f"{MOUNT}/incontainer.py",
+            "shim",
             f"{MOUNT}/socket/{SOCKET}",
             USER,
             *self.command,

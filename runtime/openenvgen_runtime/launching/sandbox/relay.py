@@ -1,7 +1,7 @@
 """The host end of a sandboxed server: a loopback TCP port relayed to wherever it is reached.
 
 OpenEnv's client takes a URL, and a sandboxed server has no network of the host's: a
-container's is reached through a Unix socket in a folder bind-mounted into it (see `shim`),
+container's is reached through a Unix socket in a folder bind-mounted into it (see `isolated`),
 a Swarm replica's through its launch's router (`swarm_isolation`). `Relay` listens on a free
 127.0.0.1 port and relays each connection to a fresh upstream connection that its opener
 makes, on an event loop in a thread of its own (so the eval's loop never carries the bytes
@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 
-from openenvgen_runtime.launching.sandbox.shim import splice
+from openenvgen_runtime.access.incontainer import splice
 
 logger = logging.getLogger(__name__)
 
