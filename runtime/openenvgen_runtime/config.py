@@ -108,6 +108,13 @@ class AdapterConfig(vf.TasksetConfig):
     """The sandbox's OCI runtime under `use_docker`: "runsc" (gVisor), "runc", or "auto":
     runsc when the daemon offers it (`docker info`; without network, with `--host-uds=all`
     among its runtime arguments), else runc. The launch line names the one used."""
+    log_max_size: str = Field("10m", pattern=_SIZE)
+    """Size at which a launched server's log is rotated (every launch mode; Docker's sizes,
+    decimal: `500k`, `10m`): a container's through Docker's json-file driver (`max-size`), a
+    UV server's by the runtime. A server that writes without end (model code printing in a
+    REPL env) then takes at most `log_max_size` x `log_max_files` of the host's disk."""
+    log_max_files: int = Field(3, ge=1)
+    """Log files kept per launched server, the current one included (`max-file`)."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()])  # one reset, no kwargs
     """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
     split: str | None = None
