@@ -99,7 +99,7 @@ def doctor(
         # importing it with the command tree would slow every other command.
         from rich.console import Console
 
-        from openenvgen.doctor.report import exit_status, load_report, render_html, report_json, terminal_summary
+        from openenvgen.reporting.report import exit_status, load_report, render_html, report_json, terminal_summary
 
         report = load_report(out.read_bytes())
     if html is not None:

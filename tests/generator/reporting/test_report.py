@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from openenvgen.doctor.plots import capacity_plot, histogram, histogram_plot
-from openenvgen.doctor.report import (
+from openenvgen.reporting.plots import capacity_plot, histogram, histogram_plot
+from openenvgen.reporting.report import (
     FAILED_EXIT_CODE,
     TITLES,
     exit_status,
