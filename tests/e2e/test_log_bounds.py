@@ -1,6 +1,6 @@
-"""Model code cannot fill the host's disk through its server's log: the code env (it runs the
-action's Python in a child of its server) played by a scripted model whose code opens its
-server's stdout (`/proc/PPID/fd/1`) and writes 1 GB to it, in every launch mode: UV (the
+"""Model code cannot fill the host's disk through its server's log: the code env, its code run
+in the server's own process (as a REPL env runs it), played by a scripted model whose code
+writes 1 GB to the server's stdout, in every launch mode: UV (the
 runtime rotates the log it reads from the server's pipe), Docker without and with the
 sandbox, and a sandboxed Swarm replica (Docker's json-file driver rotates the container's
 log: its files are read from `docker inspect`'s LogPath). Outcome: the episode plays to its
@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from openenvgen_runtime.launching.swarm_isolation import dns_fix_missing
 from openenvgen_servers.logs import LogLimit, log_files
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome
+from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.paths import UV_CODE_FIXTURE_APP, UV_CODE_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
@@ -32,26 +33,15 @@ LIMIT = LogLimit("1m", 2)
 """Small, so 1 GB is a thousand times the bound."""
 FLOOD = "\n".join(
     [
+        "# in the server",
         "import os",
-        "out = os.open(f'/proc/{os.getppid()}/fd/1', os.O_WRONLY)",
         "line = b'x' * (2**20 - 1) + b'\\n'",
         "for _ in range(1024):",
-        "    os.write(out, line)",
-        "print('flooded', 'done')",
+        "    os.write(1, line)",
+        "result = ' '.join(['flooded', 'done'])",
     ]
 )
-"""1 GB (1024 lines of 1 MiB) onto the server's stdout: the step runs in the server's child."""
-
-
-@pytest.fixture(scope="module")
-def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
-
-
-@pytest.fixture(scope="module")
-def host_left_as_found() -> Iterator[None]:
-    with docker_images.host_left_as_found(RUN):
-        yield
+"""1 GB (1024 lines of 1 MiB) onto the server's stdout, from the server's process."""
 
 
 def limits(**extra: Any) -> dict[str, Any]:
@@ -73,22 +63,27 @@ def flood(code_pkg: str, taskset: dict[str, Any], measure: Any) -> tuple[Any, in
         return asyncio.run(main())
 
 
-def container_log_bytes(token: str) -> int:
-    """The bytes of the json-file logs, rotated ones included, of the test's one server
-    container (a sandboxed Swarm launch's router, labelled too, apart)."""
+def server_container(token: str) -> dict[str, Any]:
+    """`docker inspect` of the test's one server container (a sandboxed Swarm launch's router,
+    labelled too, apart)."""
     found = []
     for container in docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}"):
-        described = docker_images.docker("inspect", "--format", "{{json .Config.Labels}}\t{{.LogPath}}", container)
-        labels, path = described.stdout.strip().split("\t")
-        if not json.loads(labels).get("com.docker.swarm.service.name", "").endswith("-router"):
-            found.append(Path(path))
-    (log,) = found
+        (inspected,) = json.loads(docker_images.docker("inspect", container).stdout)
+        if not inspected["Config"]["Labels"].get("com.docker.swarm.service.name", "").endswith("-router"):
+            found.append(inspected)
+    (server,) = found
+    return server
+
+
+def container_log_bytes(token: str) -> int:
+    """The bytes of the server container's json-file logs, rotated ones included."""
+    log = Path(server_container(token)["LogPath"])
     return sum(p.stat().st_size for p in log.parent.glob(f"{log.name}*"))
 
 
 def assert_bounded(episode: Any, size: int) -> None:
     assert outcome(episode) == (True, "env_done", 1.0)
-    assert "flooded" in episode.model_dump_json()
+    assert "flooded done" in episode.model_dump_json()  # the code ran to its end
     assert LIMIT.size_bytes <= size <= LIMIT.total_bytes, size
 
 
@@ -104,12 +99,11 @@ def test_a_uv_servers_log_stays_within_its_limit(code_pkg: str) -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("host_left_as_found")
 @pytest.mark.parametrize("sandbox", [False, True], ids=["plain", "sandboxed"])
-def test_a_containers_log_stays_within_its_limit(
-    code_pkg: str, token: str, sandbox: bool, host_left_as_found: None
-) -> None:
+def test_a_containers_log_stays_within_its_limit(code_pkg: str, code_image: str, token: str, sandbox: bool) -> None:
     labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
-    provider_kwargs = {"image": docker_images.code_env_image(), "labels": labels}
+    provider_kwargs = {"image": code_image, "labels": labels}
     taskset = limits(env="test/code-env", use_docker=True, sandbox=sandbox, startup_timeout=180)
     taskset["provider_kwargs"] = provider_kwargs
     episode, size = flood(code_pkg, taskset, lambda _: container_log_bytes(token))
@@ -117,12 +111,24 @@ def test_a_containers_log_stays_within_its_limit(
 
 
 @pytest.mark.swarm
-def test_a_swarm_replicas_log_stays_within_its_limit(code_pkg: str, token: str, host_left_as_found: None) -> None:
+@pytest.mark.usefixtures("host_left_as_found", "swarm")
+def test_a_swarm_replicas_log_stays_within_its_limit(
+    code_pkg: str, code_image: str, token: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sandboxed (the code env's default): its replica on the launch's internal network, so the
+    launch also says, in one line, whether this engine predates the DNS fix."""
+    caplog.set_level(logging.WARNING)
     labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
-    with docker_images.single_node_swarm():
-        provider_kwargs = {"image": docker_images.code_env_image(), "labels": labels}
-        taskset = limits(env="test/code-env", use_swarm=True, replicas=1, startup_timeout=180)
-        episode, size = flood(
-            code_pkg, {**taskset, "provider_kwargs": provider_kwargs}, lambda _: container_log_bytes(token)
-        )
+    taskset = limits(env="test/code-env", use_swarm=True, replicas=1, startup_timeout=180, sandbox_memory="512m")
+    taskset["provider_kwargs"] = {"image": code_image, "labels": labels}
+    episode, size = flood(code_pkg, taskset, lambda _: container_log_bytes(token))
     assert_bounded(episode, size)
+    # Its swap is capped at its memory limit: Docker's default for a container with a memory
+    # limit (memory and swap together twice the limit), as `docker service create` takes no
+    # `--memory-swap`.
+    resources = server_container(token)["HostConfig"]
+    assert (resources["Memory"], resources["MemorySwap"]) == (512 * 2**20, 2 * 512 * 2**20)
+    engine = docker_images.docker("version", "--format", "{{.Server.Version}}").stdout.strip()
+    warned = [r.getMessage() for r in caplog.records if "CVE-2024-29018" in r.getMessage()]
+    assert len(warned) == (1 if dns_fix_missing(engine) else 0)
+    assert all("\n" not in line and engine in line for line in warned)
