@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, Self
 import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
+from openenvgen_servers.access import header_names
+
 _RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = r"^[0-9]+[bkmgBKMG]?$"
 
 
@@ -170,14 +170,8 @@ class AdapterConfig(vf.TasksetConfig):
     def _header_names(cls, value: Any) -> Any:
         if isinstance(value, str):  # from the command line: a JSON object
             value = json.loads(value)
-        for header, variable in (value or {}).items() if isinstance(value, dict) else ():
-            if not isinstance(header, str) or not _TOKEN.match(header):
-                raise ValueError(f"base_url_headers: {header!r} is not a header name")
-            if not isinstance(variable, str) or not _VARIABLE.match(variable):
-                raise ValueError(
-                    f"base_url_headers.{header}: {variable!r} is not an environment variable's name "
-                    "(the header's value is read from that variable, never written in the config)"
-                )
+        if isinstance(value, dict):
+            header_names(value, setting="base_url_headers")  # an AccessError is a ValueError
         return value
 
     @field_validator("base_url", mode="before")

@@ -17,7 +17,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 _SIZE = re.compile(r"^([0-9]+)([bkmg]?)$")
 _UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3}
@@ -84,7 +84,7 @@ class RotatingLog:
     `.2`, ...), the oldest beyond `max_files` is dropped, and a new file starts with
     `header` (the command that was run, so every file says what wrote it)."""
 
-    def __init__(self, source: BinaryIO, path: Path, limit: LogLimit, header: bytes) -> None:
+    def __init__(self, source: IO[bytes], path: Path, limit: LogLimit, header: bytes) -> None:
         self.source = source
         self.path = path
         self.limit = limit

@@ -35,7 +35,9 @@ CONNECTED = ("connection.connect_tcp.complete", "connection.connect_unix_socket.
 """httpcore's trace events for a new connection, whose `return_value` is its network stream."""
 CLOSE = {"Connection": "close"}
 
-Problem = Literal["http", "too_large", "timeout", "transport", "not_json", "non_standard_json", "too_deep", "shape"]
+Problem = Literal[
+    "http", "unauthorized", "too_large", "timeout", "transport", "not_json", "non_standard_json", "too_deep", "shape"
+]
 
 
 class WireError(Exception):
@@ -69,7 +71,10 @@ def _transport_error(url: str, error: httpx.HTTPError, timeout: Any) -> WireErro
 
 
 def _check_status(url: str, status: int) -> None:
-    """Refuse an HTTP error status."""
+    """Refuse an HTTP error status; 401 and 403 as "unauthorized" (a gated server, a
+    credential missing or refused), for callers to say which option gives one."""
+    if status in (401, 403):
+        raise WireError(f"{url}: HTTP {status}, a header with a credential is missing or refused", "unauthorized")
     if status >= 400:
         raise WireError(f"{url}: HTTP {status}", "http")
 

@@ -190,6 +190,18 @@ def test_json_nested_too_deeply_is_refused(form: str, served: tuple[str, Script]
     assert (error.problem, str(error)) == ("too_deep", f"{url}/deep: JSON nested too deeply")
 
 
+@pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.parametrize("form", FORMS)
+def test_a_refused_credential_is_its_own_problem(form: str, status: int, served: tuple[str, Script]) -> None:
+    url, script = served
+    script.replies["/gated"] = data({"detail": "Not authenticated"}, status=status)
+    error = refused(form, f"{url}/gated")
+    assert (error.problem, str(error)) == (
+        "unauthorized",
+        f"{url}/gated: HTTP {status}, a header with a credential is missing or refused",
+    )
+
+
 @pytest.mark.parametrize("status", [404, 500, 503])
 @pytest.mark.parametrize("form", FORMS)
 def test_an_http_error_is_refused_with_its_status(form: str, status: int, served: tuple[str, Script]) -> None:
