@@ -121,12 +121,17 @@ def test_a_swarm_replicas_log_stays_within_its_limit(
     labels = {docker_images.TEST_LABEL: token, docker_images.RUN_LABEL: RUN}
     taskset = limits(env="test/code-env", use_swarm=True, replicas=1, startup_timeout=180, sandbox_memory="512m")
     taskset["provider_kwargs"] = {"image": code_image, "labels": labels}
-    episode, size = flood(code_pkg, taskset, lambda _: container_log_bytes(token))
+    resources: dict[str, Any] = {}
+
+    def measure(_: Any) -> int:
+        resources.update(server_container(token)["HostConfig"])
+        return container_log_bytes(token)
+
+    episode, size = flood(code_pkg, taskset, measure)
     assert_bounded(episode, size)
     # Its swap is capped at its memory limit: Docker's default for a container with a memory
     # limit (memory and swap together twice the limit), as `docker service create` takes no
     # `--memory-swap`.
-    resources = server_container(token)["HostConfig"]
     assert (resources["Memory"], resources["MemorySwap"]) == (512 * 2**20, 2 * 512 * 2**20)
     engine = docker_images.docker("version", "--format", "{{.Server.Version}}").stdout.strip()
     warned = [r.getMessage() for r in caplog.records if "CVE-2024-29018" in r.getMessage()]
