@@ -12,7 +12,6 @@ import logging
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,12 @@ from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
-pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(1800), pytest.mark.usefixtures("host_left_as_found")]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.rollout,
+    pytest.mark.timeout(1800),
+    pytest.mark.usefixtures("host_left_as_found"),
+]
 RUN = uuid.uuid4().hex
 """This module's run label value, on everything it starts (next to each test's own token)."""
 

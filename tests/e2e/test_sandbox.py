@@ -28,7 +28,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,12 @@ from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assis
 from openenvgen_testsupport.servers import serve_app
 from openenvgen_testsupport.skips import REQUIRE_DOCKER, skip_loudly
 
-pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(900), pytest.mark.usefixtures("host_left_as_found")]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.rollout,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("host_left_as_found"),
+]
 RUN = uuid.uuid4().hex
 SECRET_NAME = "SOME_TRAINER_SECRET"
 SECRET = f"trainer-secret-{uuid.uuid4().hex}"
@@ -284,7 +288,9 @@ def test_a_killed_run_leaves_no_container_and_no_socket_folder(
 
     model = ScriptedChatModel(slow)
     with serve_app(model) as model_url:
-        proc = start_eval(code_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=sandbox_taskset(code_image, token))
+        proc = start_eval(
+            code_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=sandbox_taskset(code_image, token)
+        )
         try:
             assert wait_for(lambda: len(model.requests) >= 1, 240), (tmp_path / "vf-eval.log").read_text()[-2000:]
             (container,) = containers(token)

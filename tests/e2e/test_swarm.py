@@ -14,7 +14,6 @@ import contextlib
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,12 @@ from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
-pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(1800), pytest.mark.usefixtures("host_left_as_found", "swarm")]
+pytestmark = [
+    pytest.mark.swarm,
+    pytest.mark.rollout,
+    pytest.mark.timeout(1800),
+    pytest.mark.usefixtures("host_left_as_found", "swarm"),
+]
 RUN = uuid.uuid4().hex
 """This module's run label value, on everything it starts (next to each test's own token)."""
 

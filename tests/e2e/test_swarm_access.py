@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,12 @@ from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
-pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(900), pytest.mark.usefixtures("host_left_as_found", "swarm")]
+pytestmark = [
+    pytest.mark.swarm,
+    pytest.mark.rollout,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("host_left_as_found", "swarm"),
+]
 RUN = uuid.uuid4().hex
 
 

@@ -27,7 +27,6 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,12 @@ from openenvgen_testsupport.host_listeners import Listener, connect_probe, host_
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
-pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(600), pytest.mark.usefixtures("host_left_as_found", "swarm")]
+pytestmark = [
+    pytest.mark.swarm,
+    pytest.mark.rollout,
+    pytest.mark.timeout(600),
+    pytest.mark.usefixtures("host_left_as_found", "swarm"),
+]
 RUN = uuid.uuid4().hex
 SECRET_NAME = "SOME_TRAINER_SECRET"
 SECRET = f"trainer-secret-{uuid.uuid4().hex}"
@@ -276,7 +280,9 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     assert docker_images.labelled(token) == []
 
 
-def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: str, code_image: str, token: str) -> None:
+def test_an_overlay_network_for_replicas_without_network_is_one_line(
+    code_pkg: str, code_image: str, token: str
+) -> None:
     network = f"openenvgen-test-{token}"
     taskset = swarm_taskset(code_image, token, {"overlay_network": network})
     env = load_env(code_pkg, taskset)

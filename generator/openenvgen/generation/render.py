@@ -112,10 +112,9 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
+def render_files(spec: EnvSpec) -> dict[str, str]:
     """Every file of the package except the lock, keyed by POSIX path relative to its root."""
-    if models is None:
-        models = generate_models(spec)
+    models = generate_models(spec)
     env = _environment()
     context = {
         "spec": spec,

@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
+from openenvgen.errors import SchemaError
 from openenvgen.reporting.plots import capacity_plot, histogram, histogram_plot
 from openenvgen.reporting.report import (
     FAILED_EXIT_CODE,
@@ -23,7 +24,6 @@ from openenvgen.reporting.report import (
     report_json,
     terminal_summary,
 )
-from openenvgen.errors import SchemaError
 from openenvgen_schemas.doctor_report import DoctorReport, Latency, RewardData, RewardGroup
 from openenvgen_testsupport.doctor_reports import sample_report
 
