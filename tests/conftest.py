@@ -30,6 +30,7 @@ _NOTES_KEY = "openenvgen_summary_notes"
 DOCKER_MODULES = frozenset(
     {
         "tests/e2e/test_docker.py",
+        "tests/e2e/test_log_bounds.py",
         "tests/e2e/test_sandbox.py",
         "tests/e2e/test_swarm.py",
         "tests/e2e/test_swarm_access.py",

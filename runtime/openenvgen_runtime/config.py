@@ -14,9 +14,9 @@ from typing import Any, ClassVar, Literal, Self
 import verifiers.v1 as vf
 from pydantic import Field, field_validator, model_validator
 
+from openenvgen_servers.access import header_names
+
 _RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZE = r"^[0-9]+[bkmgBKMG]?$"
 
 
@@ -108,6 +108,13 @@ class AdapterConfig(vf.TasksetConfig):
     """The sandbox's OCI runtime under `use_docker`: "runsc" (gVisor), "runc", or "auto":
     runsc when the daemon offers it (`docker info`; without network, with `--host-uds=all`
     among its runtime arguments), else runc. The launch line names the one used."""
+    log_max_size: str = Field("10m", pattern=_SIZE)
+    """Size at which a launched server's log is rotated (every launch mode; Docker's sizes,
+    decimal: `500k`, `10m`): a container's through Docker's json-file driver (`max-size`), a
+    UV server's by the runtime. A server that writes without end (model code printing in a
+    REPL env) then takes at most `log_max_size` x `log_max_files` of the host's disk."""
+    log_max_files: int = Field(3, ge=1)
+    """Log files kept per launched server, the current one included (`max-file`)."""
     resets: list[dict[str, Any]] = Field(default_factory=lambda: [dict[str, Any]()])  # one reset, no kwargs
     """Reset kwargs, one task each; task i resets with `seed=i` unless its kwargs set one."""
     split: str | None = None
@@ -163,14 +170,8 @@ class AdapterConfig(vf.TasksetConfig):
     def _header_names(cls, value: Any) -> Any:
         if isinstance(value, str):  # from the command line: a JSON object
             value = json.loads(value)
-        for header, variable in (value or {}).items() if isinstance(value, dict) else ():
-            if not isinstance(header, str) or not _TOKEN.match(header):
-                raise ValueError(f"base_url_headers: {header!r} is not a header name")
-            if not isinstance(variable, str) or not _VARIABLE.match(variable):
-                raise ValueError(
-                    f"base_url_headers.{header}: {variable!r} is not an environment variable's name "
-                    "(the header's value is read from that variable, never written in the config)"
-                )
+        if isinstance(value, dict):
+            header_names(value, setting="base_url_headers")  # an AccessError is a ValueError
         return value
 
     @field_validator("base_url", mode="before")

@@ -11,6 +11,7 @@ differs.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,9 +29,15 @@ MAX_REPLY_BYTES = 8 * 1024 * 1024
 TOOLS_LIST = {"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": 1}
 """The MCP JSON-RPC request that lists an env's tools."""
 HEALTH_TIMEOUT = 5.0
-"""Seconds one `/health` request may take; a loaded server answers well within it."""
+"""Seconds one `/health` probe may take in all (connecting, then the status line and headers);
+a loaded server answers well within it."""
+CONNECTED = ("connection.connect_tcp.complete", "connection.connect_unix_socket.complete")
+"""httpcore's trace events for a new connection, whose `return_value` is its network stream."""
+CLOSE = {"Connection": "close"}
 
-Problem = Literal["http", "too_large", "timeout", "transport", "not_json", "non_standard_json", "too_deep", "shape"]
+Problem = Literal[
+    "http", "unauthorized", "too_large", "timeout", "transport", "not_json", "non_standard_json", "too_deep", "shape"
+]
 
 
 class WireError(Exception):
@@ -64,7 +71,10 @@ def _transport_error(url: str, error: httpx.HTTPError, timeout: Any) -> WireErro
 
 
 def _check_status(url: str, status: int) -> None:
-    """Refuse an HTTP error status."""
+    """Refuse an HTTP error status; 401 and 403 as "unauthorized" (a gated server, a
+    credential missing or refused), for callers to say which option gives one."""
+    if status in (401, 403):
+        raise WireError(f"{url}: HTTP {status}, a header with a credential is missing or refused", "unauthorized")
     if status >= 400:
         raise WireError(f"{url}: HTTP {status}", "http")
 
@@ -184,24 +194,54 @@ def _health_problem(response: httpx.Response | None, error: httpx.HTTPError | No
 
 
 def health(client: httpx.Client, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
-    """None when `url` answers `/health` with 200; otherwise why not, in a few words."""
+    """None when `url` answers `/health` with 200; otherwise why not, in a few words. The whole
+    probe, connecting to the status line and headers, takes at most `timeout` seconds: a server
+    that drips its reply a byte at a time is cut off there (httpx's timeouts are per read)."""
+    import socket
+    import threading
+
     import httpx
 
+    streams: list[Any] = []
+    cut = threading.Event()
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        # httpcore's trace extension: the new connection's network stream, to shut at the deadline.
+        if event in CONNECTED:
+            streams.append(info["return_value"])
+
+    def deadline() -> None:
+        cut.set()
+        for stream in streams:
+            with contextlib.suppress(OSError, AttributeError):
+                stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, deadline)
+    timer.start()
     try:
+        # `Connection: close`: a probe's connection is its own, opened (and traced) by it.
         # Streamed and never read: only the status counts, however large the body.
-        with client.stream("GET", f"{url}/health", timeout=timeout) as response:
+        with client.stream(
+            "GET", f"{url}/health", timeout=timeout, headers=CLOSE, extensions={"trace": trace}
+        ) as response:
             return _health_problem(response, None, timeout)
     except httpx.HTTPError as e:
-        return _health_problem(None, e, timeout)
+        return _health_problem(None, httpx.ReadTimeout("deadline") if cut.is_set() else e, timeout)
+    finally:
+        timer.cancel()
 
 
 async def health_async(client: httpx.AsyncClient, url: str, *, timeout: float = HEALTH_TIMEOUT) -> str | None:
-    """`health` on an async client."""
+    """`health` on an async client, with the same total deadline."""
+    import asyncio
+
     import httpx
 
     try:
-        async with client.stream("GET", f"{url}/health", timeout=timeout) as response:
+        async with asyncio.timeout(timeout), client.stream("GET", f"{url}/health", timeout=timeout) as response:
             return _health_problem(response, None, timeout)
+    except TimeoutError:
+        return _health_problem(None, httpx.ReadTimeout("deadline"), timeout)
     except httpx.HTTPError as e:
         return _health_problem(None, e, timeout)
 

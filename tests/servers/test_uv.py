@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from openenvgen_servers import environment, uv
+from openenvgen_servers.logs import LogLimit
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.uv import COMMAND_PREFIX, UVServerProcess
 from openenvgen_servers.wire import NotHealthy
@@ -184,6 +185,26 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert group_gone(server.process.pid)
+
+
+def test_a_server_writing_without_end_leaves_at_most_its_log_limit(tmp_path: Path) -> None:
+    """1 GB onto stdout (as model code in a REPL env's server could write) leaves the log's
+    files within `max_size` x `max_files`; the tail still says what ran and what came last."""
+    limit = LogLimit("1m", 3)
+    flood = "import os; line = b'x' * (2**20 - 1) + b'\\n'; [os.write(1, line) for _ in range(1024)]; print('end')"
+    command = [sys.executable, "-c", flood]
+    server = UVServerProcess.start(command, "http://127.0.0.1:9", log=tmp_path / "server.log", log_limit=limit)
+    try:
+        assert server.process.wait(timeout=300) == 0
+        server.log_tail()  # waits for the copy to end
+        files = sorted(p.name for p in tmp_path.iterdir())
+        assert files == ["server.log", "server.log.1", "server.log.2"]
+        assert limit.size_bytes * 2 < sum((tmp_path / f).stat().st_size for f in files) <= limit.total_bytes
+        assert all((tmp_path / f).read_bytes().startswith(COMMAND_PREFIX.encode()) for f in files)
+        tail = server.log_tail(lines=1).splitlines()
+        assert tail == [f"{COMMAND_PREFIX}{shlex.join(command)}", "end"]
+    finally:
+        server.stop()
 
 
 PARENT = textwrap.dedent(

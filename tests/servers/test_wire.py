@@ -28,7 +28,7 @@ from openenvgen_schemas.modeldiff import is_mcp_action
 from openenvgen_servers import wire
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.processes import stop_process_group
-from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.servers import dripping_peer, serve_app
 
 Reply = Callable[[Request], Awaitable[Response]]
 FORMS = ("sync", "async")
@@ -188,6 +188,18 @@ def test_json_nested_too_deeply_is_refused(form: str, served: tuple[str, Script]
     script.replies["/deep"] = body("[" * 100_000 + "]" * 100_000)
     error = refused(form, f"{url}/deep")
     assert (error.problem, str(error)) == ("too_deep", f"{url}/deep: JSON nested too deeply")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.parametrize("form", FORMS)
+def test_a_refused_credential_is_its_own_problem(form: str, status: int, served: tuple[str, Script]) -> None:
+    url, script = served
+    script.replies["/gated"] = data({"detail": "Not authenticated"}, status=status)
+    error = refused(form, f"{url}/gated")
+    assert (error.problem, str(error)) == (
+        "unauthorized",
+        f"{url}/gated: HTTP {status}, a header with a credential is missing or refused",
+    )
 
 
 @pytest.mark.parametrize("status", [404, 500, 503])
@@ -462,3 +474,13 @@ def test_wait_healthy_waits_for_a_real_server_process_to_come_up(form: str) -> N
     finally:
         stop_process_group(process, grace=5.0)
     assert process.returncode is not None
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_health_has_a_total_deadline_against_a_peer_that_drips_its_headers(form: str) -> None:
+    # A byte every 0.1 s answers each read within httpx's per-read timeout; only the
+    # probe's total deadline ends it.
+    with dripping_peer() as url:
+        started = time.monotonic()
+        assert health(form, url, timeout=0.5) == "/health did not answer within 0.5s"
+        assert time.monotonic() - started < 2.0

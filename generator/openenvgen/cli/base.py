@@ -4,11 +4,15 @@ them, the options several commands take, and JSON output."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from typer import _click as typer_click
 from typer.core import TyperCommand, TyperGroup
+
+from openenvgen.errors import UsageError
+from openenvgen_servers.access import AccessError, Credentials
 
 # typer 0.29 runs on its vendored click (commands take its Context), and raises its exceptions
 # (missing argument, bad value), which are not `click.ClickException`s: `main` catches these.
@@ -63,6 +67,48 @@ RequestTimeout = Annotated[
     float,
     typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds each request to --base-url may take."),
 ]
+
+
+HeaderOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        metavar="NAME=VARIABLE",
+        help="A header every request to --base-url sends, its value read from the environment variable "
+        "VARIABLE (never given on the command line), e.g. --header Authorization=HF_AUTH with "
+        "HF_AUTH='Bearer hf_...' for a private Space. Repeatable.",
+    ),
+]
+CaBundle = Annotated[
+    Path | None,
+    typer.Option(
+        "--ca-bundle",
+        metavar="FILE",
+        help="A PEM file of the CA certificates an https:// --base-url is verified against (instead of the system's).",
+    ),
+]
+
+
+def credentials(headers: list[str] | None, ca_bundle: Path | None, *, base_url: object) -> Credentials:
+    """`--header` and `--ca-bundle` checked (names only: a value is read when a request is
+    made); a UsageError for a bad one, or for either without `--base-url`."""
+    if (headers or ca_bundle) and not base_url:
+        raise UsageError("--header and --ca-bundle are for a server: pass --base-url too")
+    try:
+        return Credentials.from_options(headers or [], str(ca_bundle) if ca_bundle is not None else None)
+    except AccessError as e:
+        raise UsageError(str(e)) from None
+
+
+def credential_settings(access: Credentials) -> list[str]:
+    """The runtime's `--set` arguments for `play` and `doctor`: the same headers (by variable
+    name: the runtime reads the values, as `base_url_headers`) and CA bundle."""
+    args = []
+    if access.headers:
+        args += ["--set", f"base_url_headers={json.dumps(dict(access.headers))}"]
+    if access.ca_bundle is not None:
+        args += ["--set", f"ca_bundle={json.dumps(access.ca_bundle)}"]
+    return args
 
 
 def json_text(document: object) -> str:

@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from openenvgen.cli.base import RequestTimeout, UpstreamFiles, UpstreamUrls, json_text
+from openenvgen.cli.base import (
+    CaBundle,
+    HeaderOptions,
+    RequestTimeout,
+    UpstreamFiles,
+    UpstreamUrls,
+    credentials,
+    json_text,
+)
 from openenvgen.errors import UsageError
 
 
@@ -28,6 +36,8 @@ def check(
     base_url: UpstreamUrls = None,
     schema_file: UpstreamFiles = None,
     timeout: RequestTimeout = 10.0,
+    headers: HeaderOptions = None,
+    ca_bundle: CaBundle = None,
     json_output: Annotated[
         bool,
         typer.Option(
@@ -61,12 +71,18 @@ def check(
     roots = resolve_targets(paths)
     if not roots and not paths:
         raise UsageError("no generated packages (directories with openenv-gen.lock) under the current directory")
+    access = credentials(headers, ca_bundle, base_url=base_url)
     upstreams = None
     if upstream or base_url or schema_file:
         from openenvgen.lifecycle.upstream import upstream_sources
 
         upstreams = upstream_sources(
-            roots, base_url or [], schema_file or [], option="check --upstream", timeout=timeout
+            roots,
+            base_url or [],
+            schema_file or [],
+            option="check --upstream",
+            timeout=timeout,
+            credentials=access,
         )
     hooks = check_hooks(roots)
     if json_output:

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from openenvgen.cli.base import CaBundle, HeaderOptions, credential_settings, credentials
 from openenvgen.cli.packages import located
 from openenvgen.errors import OutputError, SourceError, UsageError
 from openenvgen_schemas.doctor_thresholds import Thresholds
@@ -50,6 +51,8 @@ def doctor(
     timeout: Annotated[
         float, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Seconds any one request may take.")
     ] = 30.0,
+    headers: HeaderOptions = None,
+    ca_bundle: CaBundle = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema version 1).")] = False,
     html: Annotated[
         Path | None, typer.Option("--html", metavar="FILE", help="Write the report as one self-contained page.")
@@ -76,6 +79,7 @@ def doctor(
     when a check failed, 0 otherwise (warnings included); 69 when the env could not be started.
     """
     limits = _thresholds(thresholds or [])
+    access = credentials(headers, ca_bundle, base_url=base_url)
     if html is not None and html.is_dir():
         raise UsageError(f"--html {html}: is a directory")
     if importlib.util.find_spec("openenvgen_runtime") is None:
@@ -88,6 +92,7 @@ def doctor(
         command += ["--episodes", str(episodes), "--group-size", str(group_size), "--max-steps", str(max_steps)]
         command += ["--capacity-bound", str(capacity_bound), "--timeout", str(timeout)]
         command += ["--thresholds", limits.model_dump_json()]
+        command += credential_settings(access)
         for setting in settings or []:
             command += ["--set", setting]
         code = subprocess.run(command, check=False).returncode

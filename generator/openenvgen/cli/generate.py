@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from openenvgen.cli.base import RequestTimeout
+from openenvgen.cli.base import CaBundle, HeaderOptions, RequestTimeout, credentials
 from openenvgen.errors import UsageError
 
 
@@ -26,6 +26,8 @@ def generate(
         str | None, typer.Option("--base-url", metavar="URL", help="Read the schema from this live OpenEnv server.")
     ] = None,
     timeout: RequestTimeout = 10.0,
+    headers: HeaderOptions = None,
+    ca_bundle: CaBundle = None,
     schema_file: Annotated[
         Path | None,
         typer.Option("--schema-file", metavar="FILE", help="Read the schema from a saved /schema reply or capture."),
@@ -88,6 +90,7 @@ def generate(
         raise UsageError(f"{name!r} is a subcommand, not an env name")
     from openenvgen.generation.package import generate_package
 
+    access = credentials(headers, ca_bundle, base_url=base_url)
     if project is not None:
         if base_url or schema_file:
             raise UsageError("pass one of --project, --base-url, --schema-file")
@@ -121,6 +124,7 @@ def generate(
             package=package,
             app=app_path,
             executes_code=executes_code,
+            credentials=access,
             scaffold=not no_scaffold,
             replace=replace,
             echo=typer.echo,

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from openenvgen.cli.base import CaBundle, HeaderOptions, credential_settings, credentials
 from openenvgen.cli.packages import located
 from openenvgen.errors import UsageError
 
@@ -37,6 +38,8 @@ def play(
         bool, typer.Option("--json", help="Print one JSON object per turn: role, text, observation, reward, done.")
     ] = False,
     task: Annotated[int, typer.Option("--task", min=0, metavar="N", help="Which task (reset) to play.")] = 0,
+    headers: HeaderOptions = None,
+    ca_bundle: CaBundle = None,
     settings: Annotated[
         list[str] | None,
         typer.Option(
@@ -60,6 +63,7 @@ def play(
     skipped. It ends at done (exit 0), at the end of input, or on Ctrl-C; the session and any
     server it launched are always closed.
     """
+    access = credentials(headers, ca_bundle, base_url=base_url)
     if script is not None and not script.is_file():
         raise UsageError(f"--script {script}: no such file")
     if importlib.util.find_spec("openenvgen_runtime") is None:
@@ -70,6 +74,7 @@ def play(
         command += ["--base-url", base_url] if base_url else []
         command += ["--script", str(script)] if script is not None else []
         command += ["--json"] if as_json else []
+        command += credential_settings(access)
         for setting in settings or []:
             command += ["--set", setting]
         code = _wait(subprocess.Popen(command))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from openenvgen.cli.base import RequestTimeout, UpstreamFiles, UpstreamUrls
+from openenvgen.cli.base import CaBundle, HeaderOptions, RequestTimeout, UpstreamFiles, UpstreamUrls, credentials
 from openenvgen.errors import UsageError
 
 
@@ -24,6 +24,8 @@ def regen(
     base_url: UpstreamUrls = None,
     schema_file: UpstreamFiles = None,
     timeout: RequestTimeout = 10.0,
+    headers: HeaderOptions = None,
+    ca_bundle: CaBundle = None,
     scaffold: Annotated[
         bool,
         typer.Option(
@@ -56,10 +58,16 @@ def regen(
     roots = find_packages(Path(".")) if all_ else resolve_targets(paths)
     if not roots:
         raise UsageError("no generated packages to regenerate")
+    access = credentials(headers, ca_bundle, base_url=base_url)
     upstreams = {}
     if from_upstream or base_url or schema_file:
         upstreams = upstream_sources(
-            roots, base_url or [], schema_file or [], option="regen --from-upstream", timeout=timeout
+            roots,
+            base_url or [],
+            schema_file or [],
+            option="regen --from-upstream",
+            timeout=timeout,
+            credentials=access,
         )
     conflicted = set()
     if scaffold:

@@ -20,6 +20,7 @@ from openenvgen.generation.render import LOCK_FILE, render_package
 from openenvgen.generation.scaffold import scaffold_files, scaffold_writer
 from openenvgen.generation.writer import write_tree
 from openenvgen.spec import EnvDefaults, EnvSpec, build_spec
+from openenvgen_servers.access import NO_CREDENTIALS, Credentials
 
 
 class SpecSource(TypedDict, total=False):
@@ -32,6 +33,7 @@ class SpecSource(TypedDict, total=False):
     package: str | None
     app: str | None
     executes_code: bool
+    credentials: Credentials
 
 
 def resolve_spec(
@@ -44,6 +46,7 @@ def resolve_spec(
     package: str | None = None,
     app: str | None = None,
     executes_code: bool = False,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> EnvSpec:
     """The spec of env `name`, from a live server, a schema file or the catalog's snapshot;
     `executes_code` marks an env that runs model-written code (a catalog entry may say so itself)."""
@@ -51,7 +54,7 @@ def resolve_spec(
         raise UsageError("pass --base-url or --schema-file, not both")
     entry = catalog.entries().get(name)
     if base_url:
-        interface = sources.from_server(base_url, timeout=timeout)
+        interface = sources.from_server(base_url, timeout=timeout, credentials=credentials)
     elif schema_file:
         interface = sources.from_schema_file(schema_file)
     elif entry is not None:

@@ -21,6 +21,7 @@ from openenvgen.generation.on_disk import SnapshotError, load_spec, read_lock
 from openenvgen.generation.render import LOCK_FILE
 from openenvgen.spec import EnvSpec, ServerInterface, build_spec
 from openenvgen_schemas import modeldiff
+from openenvgen_servers.access import NO_CREDENTIALS, Credentials
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,13 @@ class Upstream:
     kind: str  # "base_url" | "schema_file"
     value: str
     timeout: float = sources.TIMEOUT_S
+    credentials: Credentials = NO_CREDENTIALS
+    """A gated server's `--header`s and `--ca-bundle` (names and a path, never a value)."""
 
     def interface(self) -> ServerInterface:
         """Read the schema, metadata and tools from the source."""
         if self.kind == "base_url":
-            return sources.from_server(self.value, timeout=self.timeout)
+            return sources.from_server(self.value, timeout=self.timeout, credentials=self.credentials)
         return sources.from_schema_file(Path(self.value))
 
     def __str__(self) -> str:
@@ -52,7 +55,13 @@ def _names(root: Path, spec: EnvSpec | None) -> set[str]:
 
 
 def upstream_sources(
-    roots: list[Path], base_urls: list[str], schema_files: list[str], *, option: str, timeout: float = sources.TIMEOUT_S
+    roots: list[Path],
+    base_urls: list[str],
+    schema_files: list[str],
+    *,
+    option: str,
+    timeout: float = sources.TIMEOUT_S,
+    credentials: Credentials = NO_CREDENTIALS,
 ) -> dict[Path, Upstream]:
     """Map each package to its upstream source.
 
@@ -84,7 +93,7 @@ def upstream_sources(
         for root in targets:
             if root in out:
                 raise UsageError(f"{root}: more than one upstream source given")
-            out[root] = Upstream(kind, value, timeout)
+            out[root] = Upstream(kind, value, timeout, credentials)
     missing = [str(r) for r in roots if r not in out]
     if missing:
         raise UsageError(f"no --base-url (or --schema-file) for {', '.join(missing)}; pass NAME=URL for each package")

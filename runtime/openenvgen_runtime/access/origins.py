@@ -6,22 +6,21 @@ them under its origin (scheme, host, port), and they go on every request to that
 and on no other: `ServerAccess` is an `httpx.Auth`, set on the pool's HTTP client, and the
 session relay asks it for the headers of a WebSocket session. `ssl_context` is the one TLS
 context of every `https://`/`wss://` connection: the system's trust, or `ca_bundle`'s CAs.
+Reading header values from variables and the CA bundle is `openenvgen_servers.access`, which
+the generator's commands share.
 
 Header values are secrets: nothing here logs them or puts them in a message or a repr.
 """
 
 from __future__ import annotations
 
-import os
 import ssl
 from collections.abc import Generator, Mapping
 from urllib.parse import urlsplit
 
 import httpx
 
-
-class AccessError(ValueError):
-    """A header whose variable is not set, or a CA bundle that cannot be read: one line."""
+from openenvgen_servers.access import tls_context
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -29,33 +28,6 @@ def origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
-
-
-def tls_context(ca_bundle: str | None = None) -> ssl.SSLContext:
-    """A client TLS context trusting the system's CAs, or only `ca_bundle`'s (a PEM file)."""
-    if ca_bundle is None:
-        return ssl.create_default_context()
-    try:
-        return ssl.create_default_context(cafile=ca_bundle)
-    except FileNotFoundError:
-        raise AccessError(f"ca_bundle: {ca_bundle} does not exist") from None
-    except (ssl.SSLError, OSError, ValueError) as e:
-        reason = getattr(e, "strerror", None) or getattr(e, "reason", None) or type(e).__name__
-        raise AccessError(f"ca_bundle: {ca_bundle} is not a readable PEM file of CA certificates ({reason})") from None
-
-
-def headers_from_environment(names: Mapping[str, str], *, source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`{header: VARIABLE}` as `{header: $VARIABLE}`; an AccessError names a variable not set."""
-    source = os.environ if source is None else source
-    headers = {}
-    for header, variable in names.items():
-        if variable not in source:
-            raise AccessError(
-                f"base_url_headers: the {header} header takes its value from ${variable}, "
-                "which is not set in this environment"
-            )
-        headers[header] = source[variable]
-    return headers
 
 
 class ServerAccess(httpx.Auth):

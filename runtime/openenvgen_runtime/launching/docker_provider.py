@@ -1,9 +1,10 @@
 """The Docker launch mode: one labelled container per server, through OpenEnv's Docker provider.
 
-`DockerServer` is OpenEnv's `LocalDockerProvider` with four changes: its containers carry
+`DockerServer` is OpenEnv's `LocalDockerProvider` with five changes: its containers carry
 labels (the run's owner label, so the reaper can find and remove them precisely), the port
 is published on loopback only, and stopping is one `docker rm -f` (OpenEnv's stop gives up
-after a 10 s `docker stop`, leaving the container), and `pass_env` names go to the container
+after a 10 s `docker stop`, leaving the container), its log is rotated within the run's
+`log_max_size` and `log_max_files` (`openenvgen_servers.logs`), and `pass_env` names go to the container
 as `-e NAME` (the value is read by the docker CLI, never put on its command line). A
 container gets nothing of this process's environment but `env_vars` and `pass_env`. It also
 reports a container that exited and the tail of its log. With a `sandbox`
@@ -29,6 +30,7 @@ from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args
 from openenvgen_runtime.launching.sandbox.isolated import PYTHON, Isolated, no_python
 from openenvgen_servers.environment import container_env_args
+from openenvgen_servers.logs import DEFAULT_LOG_LIMIT, LogLimit
 from openenvgen_servers.ports import free_port
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
@@ -49,6 +51,7 @@ class DockerServer(LocalDockerProvider):
         env_vars: dict[str, str] | None = None,
         pass_env: Sequence[str] = (),
         sandbox: Sandbox | None = None,
+        log_limit: LogLimit = DEFAULT_LOG_LIMIT,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # OpenEnv's is unannotated; RuntimeError when no Docker answers
         self.image = image
@@ -57,6 +60,7 @@ class DockerServer(LocalDockerProvider):
         self.env_vars = env_vars
         self.pass_env = list(pass_env)
         self.sandbox = sandbox
+        self.log_limit = log_limit
         self.container_id: str | None = None
         self.isolated: Isolated | None = None
         self._stopped = False
@@ -74,6 +78,7 @@ class DockerServer(LocalDockerProvider):
         name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
         command = ["docker", "run", "-d", "--name", name]
         command += label_args("--label", self.labels)
+        command += self.log_limit.docker_args()
         command += container_env_args("-e", env_vars, self.pass_env)
         if self.sandbox is not None:
             command += hardening_args(self.sandbox, "run")

@@ -37,6 +37,7 @@ from openenvgen_runtime.launching.sandbox import relay
 from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args, sandbox_for
 from openenvgen_runtime.launching.servers import Server, describe
 from openenvgen_servers.environment import missing
+from openenvgen_servers.logs import DEFAULT_LOG_LIMIT, LogLimit
 from openenvgen_servers.wire import NotHealthy, wait_healthy_async
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ UV_OPTIONS = ("project_path", "app", "host", "reload", "env_vars", "port", "work
 DOCKER_OPTIONS = ("image", "tag", "port", "env_vars")
 SWARM_OPTIONS = ("image", "tag", "env_vars", "cpu_limit", "memory_limit", "constraints", "command", "overlay_network")
 TIMEOUT_OPTIONS = ("startup_timeout", "context_timeout_s")
-TASKSET_OPTIONS = ("pass_env", "allow_host_execution")
+TASKSET_OPTIONS = ("pass_env", "allow_host_execution", "log_max_size", "log_max_files")
 """Launch settings of every mode, set on the taskset, not in `provider_kwargs`."""
 
 
@@ -100,15 +101,17 @@ def make_provider(
     replicas: int = 1,
     pass_env: Sequence[str] = (),
     sandbox: Sandbox | None = None,
+    log_limit: LogLimit = DEFAULT_LOG_LIMIT,
 ) -> Provider:
     """Blocking: the mode's provider for `env_id`, checked and made but not started (an
     image is pulled now if missing). `timeout` bounds a pull or a git clone. Its servers get
     `pass_env` (names of this process's variables) and `provider_kwargs.env_vars`, and of
     the rest of this process's environment only what a UV server needs to start
     (`openenvgen_servers.environment`); a container nothing of it. A `sandbox` hardens
-    each container (`sandbox.hardening`)."""
+    each container (`sandbox.hardening`); `log_limit` bounds each server's log."""
     options = provider_options(provider_kwargs, mode)
     options["pass_env"] = list(pass_env)
+    options["log_limit"] = log_limit
     if mode == "uv":
         from openenvgen_runtime.launching import uv_provider
 
@@ -127,6 +130,7 @@ def make_provider(
     )
     if sandbox is not None:
         service.hardening = hardening_args(sandbox, "service")
+    service.log_args = log_limit.docker_args()
     return service
 
 
@@ -210,6 +214,7 @@ class Launcher:
             replicas=self.config.replicas,
             pass_env=self.pass_env,
             sandbox=self.sandbox,
+            log_limit=LogLimit(self.config.log_max_size, self.config.log_max_files),
         )
         with self._lock:
             if not self._closed:

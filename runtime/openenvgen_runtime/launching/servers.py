@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from openenvgen_runtime.access.origins import AccessError, ServerAccess, headers_from_environment, tls_context
+from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import Provider
 from openenvgen_schemas.modeldiff import is_mcp_action
+from openenvgen_servers.access import HEADER_OPTION, AccessError, headers_from_environment, tls_context
 from openenvgen_servers.wire import WireError, read_interface_async, read_tools_async
 
 if TYPE_CHECKING:  # annotations only: `observations` and `config` import verifiers, which a server does not need
@@ -97,7 +98,8 @@ async def describe(http: httpx.AsyncClient, server: Server, *, mcp: bool) -> Non
     try:
         interface = await read_interface_async(http, server.url, mcp=lambda action: mcp and is_mcp_action(action))
     except WireError as e:
-        raise LaunchError(f"{server.url}: cannot read the env's /schema: {e}") from None
+        hint = f"; set base_url_headers (play, doctor: {HEADER_OPTION})" if e.problem == "unauthorized" else ""
+        raise LaunchError(f"{server.url}: cannot read the env's /schema: {e}{hint}") from None
     tools = interface.tools
     if mcp and tools is None:
         tools = await _tools_without_session(http, server.url)

@@ -24,11 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import threading
 import uuid
 from typing import Any
 
-from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, label_args, node_address, service_tasks, task_failure
+from openenvgen_runtime.launching.docker_cli import (
+    OWNER_LABEL,
+    docker,
+    label_args,
+    node_address,
+    service_tasks,
+    task_failure,
+)
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.sandbox.relay import Relay
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmObjects
@@ -177,3 +185,39 @@ class IsolatedNetwork:
         for _, _, relay in relays.values():
             relay.close()
         self.objects.remove()
+
+
+DNS_FIXED = {(23, 0): (23, 0, 11), (25, 0): (25, 0, 5)}
+"""Releases of Docker Engine (moby) before 26.0.0 with the fix for CVE-2024-29018, by line:
+before it an `--internal` network's embedded DNS forwards names it does not know to the
+node's resolvers, so code on the network can send data off it in DNS queries. 26.0.0 and
+later have the fix; 24.0 never got it."""
+
+
+def dns_fix_missing(version: str) -> bool:
+    """Whether an engine `version` (`docker version`'s, e.g. `20.10.24+dfsg1`) predates the
+    fix for CVE-2024-29018; False for a version this cannot read."""
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", version.strip())
+    if match is None:
+        return False
+    found = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    if found >= (26, 0, 0):
+        return False
+    fixed = DNS_FIXED.get(found[:2])
+    return fixed is None or found < fixed
+
+
+def dns_warning() -> str | None:
+    """One line naming the swarm's nodes whose engine predates the fix for CVE-2024-29018
+    (an internal network's DNS forwarding), or None when every node has it."""
+    listed = docker("node", "ls", "--format", "{{.Hostname}} {{.EngineVersion}}")
+    nodes = [line.split(maxsplit=1) for line in listed.stdout.splitlines() if line.strip()]
+    old = [f"{node[0]} ({node[1]})" for node in nodes if len(node) == 2 and dns_fix_missing(node[1])]
+    if not old:
+        return None
+    return (
+        f"use_swarm: Docker Engine on {', '.join(old)} predates the fix for CVE-2024-29018 "
+        "(23.0.11, 25.0.5, 26.0.0): the replicas' internal network forwards DNS queries off the node, "
+        "so their code can send data out in names it looks up; upgrade the engine (a distribution's "
+        "package may carry the fix under an older version)"
+    )

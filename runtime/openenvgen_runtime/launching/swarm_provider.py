@@ -27,6 +27,7 @@ OpenEnv's providers: `launch` imports it only for a Swarm run.
 from __future__ import annotations
 
 import contextlib
+import logging
 import subprocess
 import time
 import uuid
@@ -45,8 +46,11 @@ from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.launching.sandbox.hardening import USER
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT, SwarmGate, server_command
-from openenvgen_runtime.launching.swarm_isolation import IsolatedNetwork
+from openenvgen_runtime.launching.swarm_isolation import IsolatedNetwork, dns_warning
 from openenvgen_servers.environment import container_env_args, passed_values
+from openenvgen_servers.logs import DEFAULT_LOG_LIMIT
+
+logger = logging.getLogger(__name__)
 
 SERVICE_OPTIONS = ("cpu_limit", "memory_limit", "constraints")
 """`provider_kwargs` that shape the service (besides `env_vars` and `overlay_network`)."""
@@ -62,6 +66,8 @@ class SwarmService(DockerSwarmProvider):
 
     hardening: list[str] = []  # noqa: RUF012 - replaced, never mutated
     """`docker service create` arguments of the run's sandbox (`sandbox.hardening`)."""
+    log_args: list[str] = DEFAULT_LOG_LIMIT.docker_args()  # noqa: RUF012 - replaced, never mutated
+    """`docker service create` arguments that rotate each replica's log (the run's `LogLimit`)."""
 
     def __init__(
         self,
@@ -130,6 +136,7 @@ class SwarmService(DockerSwarmProvider):
             cmd += ["--network", self.network]
         cmd += container_env_args("--env", env_vars, ())  # the pass_env values are the gate's (secrets)
         cmd += self.hardening  # the sandbox's, when the run has one (launch.make_provider)
+        cmd += self.log_args
         if cpu_limit is not None:
             cmd += ["--limit-cpu", str(cpu_limit)]
         if memory_limit is not None:
@@ -251,6 +258,8 @@ def provider_for(
     manager = docker("info", "--format", "{{.Swarm.ControlAvailable}}").stdout.strip()
     if manager != "true":
         raise LaunchError("use_swarm: this Docker engine is a swarm worker; run the eval on a manager node")
+    if isolated and (warning := dns_warning()) is not None:
+        logger.warning(warning)
     service_options = {k: v for k, v in options.items() if k in SERVICE_OPTIONS}
     command = server_command(image, options.get("command"), timeout=timeout)
     try:

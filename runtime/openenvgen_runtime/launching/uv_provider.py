@@ -3,8 +3,10 @@
 `UVServer` is OpenEnv's `UVProvider`, running the same command its own way, the way the
 generator runs an env too (`openenvgen_servers.uv`): the server gets a minimal environment
 (`openenvgen_servers.environment`: what uv needs, `pass_env`, `env_vars`; OpenEnv's provider
-hands it this process's whole one, the trainer's credentials included), its output goes to a log file
-(so a server that dies while starting is reported with its last lines, not after a timeout),
+hands it this process's whole one, the trainer's credentials included), its output goes to a log file,
+rotated within the run's `log_max_size` and `log_max_files` (so a server that dies while
+starting is reported with its last lines, not after a timeout, and a server that writes
+without end fills no disk),
 it runs in a process group of its own (so stopping it also stops the uvicorn that `uv run`
 spawned), and the kernel terminates it if this process dies without cleaning up.
 
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_servers import uv
+from openenvgen_servers.logs import DEFAULT_LOG_LIMIT, LogLimit
 from openenvgen_servers.ports import free_port
 from openenvgen_servers.processes import find_uv
 from openenvgen_servers.uv import UVServerProcess
@@ -59,12 +62,19 @@ class UVServer(UVProvider):
     """OpenEnv's UV provider with the server's output logged and its process group owned."""
 
     def __init__(
-        self, *, port: int | None = None, workers: int = 1, pass_env: Sequence[str] = (), **options: Any
+        self,
+        *,
+        port: int | None = None,
+        workers: int = 1,
+        pass_env: Sequence[str] = (),
+        log_limit: LogLimit = DEFAULT_LOG_LIMIT,
+        **options: Any,
     ) -> None:
         super().__init__(**options)  # project_path, app, host, reload, env_vars, context_timeout_s
         self.port = port
         self.workers = workers
         self.pass_env = list(pass_env)
+        self.log_limit = log_limit
         self.server: UVServerProcess | None = None
         self.clone_dir: str | None = None
 
@@ -83,7 +93,9 @@ class UVServer(UVProvider):
         client_host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
         env_vars = {**(self.env_vars or {}), **(env_vars or {})}
         url = f"http://{client_host}:{bind_port}"
-        self.server = UVServerProcess.start(command, url, env_vars=env_vars, pass_env=self.pass_env)
+        self.server = UVServerProcess.start(
+            command, url, env_vars=env_vars, pass_env=self.pass_env, log_limit=self.log_limit
+        )
         return self.server.url
 
     @property

@@ -19,9 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
-from openenvgen_runtime.access.origins import ServerAccess, tls_context
+from openenvgen_runtime.access.origins import ServerAccess
 from openenvgen_runtime.access.relay import SessionRelays
 from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_servers.access import tls_context
 from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel

@@ -306,3 +306,36 @@ def serve_app_subprocess(
     raise RuntimeError(
         f"could not bind a port for {app_path} after {port_attempts} attempts; last log:\n{last_log[-4000:]}"
     )
+
+
+@contextmanager
+def dripping_peer(interval: float = 0.1) -> Iterator[str]:
+    """A hostile peer on loopback: to every connection it sends an HTTP status line, then one
+    byte of a header that never ends every `interval` seconds (each read answered well
+    within any per-read timeout), until the client leaves. Yields its base URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not stop.wait(interval):
+                    conn.sendall(b"X")
+            except OSError:  # the client left
+                return
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
