@@ -139,7 +139,7 @@ def sandbox_dirs() -> set[str]:
 
 
 def relay_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("sandbox-relay")]
+    return [t.name for t in threading.enumerate() if t.name.startswith("loopback-relay")]
 
 
 def containers(token: str) -> list[str]:
