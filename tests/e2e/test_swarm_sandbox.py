@@ -42,6 +42,7 @@ from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome
 from openenvgen_testsupport.host_listeners import Listener, connect_probe, host_addresses
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
@@ -341,4 +342,33 @@ def test_a_replica_swarm_replaces_is_reached_through_a_new_relay(
     assert outcome(after) == (True, "env_done", 1.0)
     assert now and set(now).isdisjoint(before), (before, now)  # the new replica's own relay
     assert "swarm replica" in caplog.text and "joined" in caplog.text
+    assert docker_images.labelled(token) == []
+
+
+def test_another_local_user_cannot_reach_a_replica_through_its_relay(
+    image: str, code_pkg: str, token: str, pytestconfig: pytest.Config
+) -> None:
+    """As a second OS user that sees the replica's loopback port (not its URL): every reset,
+    step, schema read and WebSocket is refused by the replica's relay, so none reaches the
+    replica (its log shows the run's requests alone) and the launch's secret is added to
+    none; the run's sessions take that relay alone (no second one in front of it) and play on."""
+    model = ScriptedChatModel(Codes([PLAIN]))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(code_pkg, swarm_taskset(image, token))
+
+        async def main() -> tuple[str, str, dict[str, str], str, Any]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                found = await asyncio.to_thread(probe_as, user, url)
+                (service,) = docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
+                logs = docker_images.docker("service", "logs", "--raw", service, check=False)
+                episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                return server.url, url, found, logs.stdout + logs.stderr, episode
+
+        replica, url, found, log, episode = asyncio.run(main())
+    assert url == replica and url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert "/health" in log and "/reset" not in log and "/step" not in log, log
+    assert outcome(episode) == (True, "env_done", 1.0)
     assert docker_images.labelled(token) == []

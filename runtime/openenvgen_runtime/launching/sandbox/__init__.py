@@ -5,8 +5,9 @@ gVisor's runsc) and spells it as `docker run` / `docker service create` argument
 function for both modes; `shim` is the program a network-less container starts first (the
 image's own python, standard library only): it runs the image's command and relays a Unix
 socket in a bind-mounted folder to its port; `relay` is the host's end of that socket, a
-loopback port, so OpenEnv's client reaches the server by URL as before (a Swarm replica
-without network is reached through one too, tunnelled by its launch's router); `isolated` puts the
+loopback URL that only the run holds (a token in its path), so OpenEnv's client reaches the
+server by URL as before (a Swarm replica without network is reached through one too,
+tunnelled by its launch's router, and a UV server on its Unix socket); `isolated` puts the
 three together for one `docker run`, its socket folder made by `folders`, which names it by
 the run's owner so that the run's reaper finds it.
 
