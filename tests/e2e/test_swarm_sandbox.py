@@ -235,7 +235,8 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
 
         async def main() -> tuple[list[Any], list[dict[str, int]], str, dict[str, Any], dict[str, str]]:
             async with env.serving():
-                refused = [await unauthenticated(s.url) for s in env.pool.servers]
+                # The replica's relay without its URL's token; the gate without the secret is `direct`.
+                refused = [await unauthenticated(s.url.rsplit("/", 1)[0]) for s in env.pool.servers]
                 layout = await asyncio.to_thread(swarm_layout, token)
                 direct = {
                     request.split(b" HTTP", 1)[0].decode(): await asyncio.to_thread(
@@ -271,7 +272,7 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     # which ended its step; the episode went on, and so did the replica.
     assert '\\"exit_code\\": -9' in memory.model_dump_json(), memory.model_dump_json()[-2000:]
     assert "memory 64 done" not in memory.model_dump_json()
-    assert refused == [{"GET /health": 200, "POST /reset": 401, "POST /step": 401, "WS /ws": 401}], refused
+    assert refused == [{"GET /health": 403, "POST /reset": 403, "POST /step": 403, "WS /ws": 403}], refused
     assert direct == {"GET /health": "HTTP/1.1 200 OK", "POST /reset": "HTTP/1.1 401 Unauthorized"}, direct
     print("the launch:", layout)
     assert layout["internal"] == ["true"] and not layout["published"], layout
@@ -361,7 +362,7 @@ def test_another_local_user_cannot_reach_a_replica_through_its_relay(
                 (server,) = env.pool.servers
                 url = await env.pool.session_url(server)
                 found = await asyncio.to_thread(probe_as, user, url)
-                (service,) = docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
+                service = (await asyncio.to_thread(swarm_layout, token))["replicas"]
                 logs = docker_images.docker("service", "logs", "--raw", service, check=False)
                 episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
                 return server.url, url, found, logs.stdout + logs.stderr, episode
