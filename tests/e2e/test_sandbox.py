@@ -276,8 +276,8 @@ def test_another_local_user_cannot_reach_the_sandboxed_server(
                 return url, found, shown.stdout + shown.stderr, episode
 
         url, found, log, episode = asyncio.run(main())
-    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert "/health" in log and "/reset" not in log and "/step" not in log, log
     assert outcome(episode) == (True, "env_done", 1.0)
     assert containers(token) == [] and relay_threads() == []

@@ -202,8 +202,8 @@ def test_another_local_user_gets_nothing_through_the_session_relay(
                 return url, found, logs.stdout + logs.stderr, list(episodes)
 
         url, found, log, episodes = asyncio.run(main())
-    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert "/health" in log and "/reset" not in log and "/step" not in log, log
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
     assert docker_images.labelled(token) == []

@@ -368,8 +368,8 @@ def test_another_local_user_cannot_reach_a_replica_through_its_relay(
                 return server.url, url, found, logs.stdout + logs.stderr, episode
 
         replica, url, found, log, episode = asyncio.run(main())
-    assert url == replica and url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url == replica and url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert "/health" in log and "/reset" not in log and "/step" not in log, log
     assert outcome(episode) == (True, "env_done", 1.0)
     assert docker_images.labelled(token) == []

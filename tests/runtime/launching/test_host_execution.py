@@ -181,8 +181,8 @@ def test_another_local_user_cannot_reach_the_uv_server(code_pkg: str, pytestconf
                 return url, found, lines, server.provider.log_tail(200), episode
 
         url, found, lines, log, episode = asyncio.run(main())
-    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
     assert not planted.exists()
     assert "/reset" not in log and "/step" not in log and "/health" in log  # the run's probes alone reached it
     assert lines and not any("--port" in line or "--host" in line for line in lines), lines
