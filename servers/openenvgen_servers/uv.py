@@ -45,9 +45,14 @@ def uv_run(uv: str, project: str | Path, *, python: str | None = None, with_: Se
     return [*command, "--project", str(project), "--"]
 
 
-def uvicorn(app: str, *, host: str, port: int, workers: int = 1, reload: bool = False) -> list[str]:
-    """`uvicorn APP --host H --port P --workers W`: the server OpenEnv's UV provider runs after `uv run ... --`."""
-    args = ["uvicorn", app, "--host", host, "--port", str(port), "--workers", str(workers)]
+def uvicorn(
+    app: str, *, host: str = "", port: int = 0, fd: int | None = None, workers: int = 1, reload: bool = False
+) -> list[str]:
+    """`uvicorn APP --host H --port P --workers W`: the server OpenEnv's UV provider runs after
+    `uv run ... --`; with `fd`, `--fd FD` in place of host and port (a listening Unix socket
+    the caller made and passes on: `uv run` hands its open descriptors to uvicorn)."""
+    where = ["--fd", str(fd)] if fd is not None else ["--host", host, "--port", str(port)]
+    args = ["uvicorn", app, *where, "--workers", str(workers)]
     return [*args, "--reload"] if reload else args
 
 
@@ -73,12 +78,14 @@ class UVServerProcess:
         cwd: Path | None = None,
         log: Path | None = None,
         log_limit: LogLimit = DEFAULT_LOG_LIMIT,
+        pass_fds: Sequence[int] = (),
     ) -> UVServerProcess:
         """Run `command`, a server that will answer at `url`, without waiting for it: its
         environment is `environment.server_environment` (the allowlisted part of this
         process's, the `pass_env` names, then `env_vars`), never this process's whole one;
         its output goes to `log` (a temporary file that `stop` removes, when None), rotated
-        within `log_limit` (`logs.RotatingLog`)."""
+        within `log_limit` (`logs.RotatingLog`); it inherits the descriptors `pass_fds` (a
+        socket it is to serve on)."""
         if log is None:
             fd, name = tempfile.mkstemp(prefix="openenv-server-", suffix=".log")
             out: BinaryIO = os.fdopen(fd, "wb")
@@ -96,6 +103,7 @@ class UVServerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
                 start_new_session=True,  # stopping the group also stops the uvicorn uv spawned
                 preexec_fn=die_with_parent,
             )

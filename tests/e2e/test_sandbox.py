@@ -39,6 +39,7 @@ from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.host_listeners import Listener, bridge_address, connect_probe
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
@@ -126,7 +127,7 @@ def sandbox_dirs() -> set[str]:
 
 
 def relay_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("sandbox-relay")]
+    return [t.name for t in threading.enumerate() if t.name.startswith("loopback-relay")]
 
 
 def containers(token: str) -> list[str]:
@@ -239,6 +240,34 @@ def test_model_code_stays_in_the_gvisor_sandbox(
         monkeypatch.setenv("DOCKER_HOST", host)
         monkeypatch.setenv(SECRET_NAME, SECRET)
         attack(code_pkg, code_image, token, "runsc", caplog)
+
+
+def test_another_local_user_cannot_reach_the_sandboxed_server(
+    code_pkg: str, code_image: str, token: str, pytestconfig: pytest.Config
+) -> None:
+    """As a second OS user that sees the run's loopback port (not its URL): every reset,
+    step, schema read and WebSocket is refused by the relay, so none reaches the container's
+    server (its log shows the run's requests alone); the run's episode plays on."""
+    model = ScriptedChatModel(Bombs([PLAIN]))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(code_pkg, sandbox_taskset(code_image, token))
+
+        async def main() -> tuple[str, dict[str, str], str, Any]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                found = await asyncio.to_thread(probe_as, user, url)
+                (container,) = containers(token)
+                shown = docker_images.docker("logs", container, check=False)
+                episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                return url, found, shown.stdout + shown.stderr, episode
+
+        url, found, log, episode = asyncio.run(main())
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert "/health" in log and "/reset" not in log and "/step" not in log, log
+    assert outcome(episode) == (True, "env_done", 1.0)
+    assert containers(token) == [] and relay_threads() == []
 
 
 def test_a_launch_stopped_while_its_container_starts_leaves_nothing(code_image: str, token: str) -> None:

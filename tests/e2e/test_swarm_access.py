@@ -29,6 +29,7 @@ from openenvgen_runtime.launching import swarm_gate
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import load_env, model_context, outcome
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
@@ -167,6 +168,36 @@ def test_only_the_run_that_launched_the_replicas_uses_them(
     assert secret not in processes
     assert secret not in caplog.text
     assert secret not in repr([e.traces for e in episodes])
+    assert docker_images.labelled(token) == []
+
+
+def test_another_local_user_gets_nothing_through_the_session_relay(
+    image: str, guess_pkg: str, token: str, pytestconfig: pytest.Config
+) -> None:
+    """As a second OS user that sees the session relay's loopback port (not its URL): every
+    reset, step, schema read and WebSocket is refused by the relay, so the launch's secret
+    goes on none and none reaches the replica (its log shows the run's requests alone); the
+    run's episodes play on through it."""
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(guess_pkg, swarm_taskset(image, token, replicas=1))
+
+        async def main() -> tuple[str, dict[str, str], str, list[Any]]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                found = await asyncio.to_thread(probe_as, user, url)
+                (service,) = docker_images.ours("service", f"{docker_images.TEST_LABEL}={token}")
+                logs = docker_images.docker("service", "logs", "--raw", service, check=False)
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 2))
+                return url, found, logs.stdout + logs.stderr, list(episodes)
+
+        url, found, log, episodes = asyncio.run(main())
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert "/health" in log and "/reset" not in log and "/step" not in log, log
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2
     assert docker_images.labelled(token) == []
 
 

@@ -41,6 +41,7 @@ from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.host_listeners import Listener, connect_probe, host_addresses
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
@@ -220,7 +221,8 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
 
         async def main() -> tuple[list[Any], list[dict[str, int]], str, dict[str, Any], dict[str, str]]:
             async with env.serving():
-                refused = [await unauthenticated(s.url) for s in env.pool.servers]
+                # The replica's relay without its URL's token; the gate without the secret is `direct`.
+                refused = [await unauthenticated(s.url.rsplit("/", 1)[0]) for s in env.pool.servers]
                 layout = await asyncio.to_thread(swarm_layout, token)
                 direct = {
                     request.split(b" HTTP", 1)[0].decode(): await asyncio.to_thread(
@@ -256,7 +258,7 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     # which ended its step; the episode went on, and so did the replica.
     assert '\\"exit_code\\": -9' in memory.model_dump_json(), memory.model_dump_json()[-2000:]
     assert "memory 64 done" not in memory.model_dump_json()
-    assert refused == [{"GET /health": 200, "POST /reset": 401, "POST /step": 401, "WS /ws": 401}], refused
+    assert refused == [{"GET /health": 403, "POST /reset": 403, "POST /step": 403, "WS /ws": 403}], refused
     assert direct == {"GET /health": "HTTP/1.1 200 OK", "POST /reset": "HTTP/1.1 401 Unauthorized"}, direct
     print("the launch:", layout)
     assert layout["internal"] == ["true"] and not layout["published"], layout
@@ -394,14 +396,14 @@ def replica_network_addresses(token: str) -> tuple[list[str], str]:
     return sorted(on_network(t) for t in running), on_network(router_task)
 
 
-def test_one_replicas_code_reaches_no_other_replica_nor_the_secret(image: str, code_pkg: str, token: str) -> None:
+def test_one_replicas_code_reaches_no_other_replica_nor_the_secret(code_image: str, code_pkg: str, token: str) -> None:
     """Two replicas: the model's code in one tries to reset and step the other at its
     address (the server's port 8000 and the gate's) and through the router, and to read the
     launch's secret. Each replica's gate routes every address of the internal network but
     the routers' nowhere (so neither port answers: no HTTP reply at all), the router's way
     ends at the other replica's gate (401 without the secret), and the secret file is the
     gate's (root's, 0400): the code, as nobody, cannot open it. The run's own episodes play."""
-    taskset = swarm_taskset(image, token, replicas=2)
+    taskset = swarm_taskset(code_image, token, replicas=2)
     codes = Codes([])
     model = ScriptedChatModel(codes)
     with serve_app(model) as model_url:
@@ -439,4 +441,33 @@ def test_one_replicas_code_reaches_no_other_replica_nor_the_secret(image: str, c
                 "HTTP/1.1 200 Connection established",
                 "HTTP/1.1 401 Unauthorized",
             ], found
+    assert docker_images.labelled(token) == []
+
+
+def test_another_local_user_cannot_reach_a_replica_through_its_relay(
+    code_image: str, code_pkg: str, token: str, pytestconfig: pytest.Config
+) -> None:
+    """As a second OS user that sees the replica's loopback port (not its URL): every reset,
+    step, schema read and WebSocket is refused by the replica's relay, so none reaches the
+    replica (its log shows the run's requests alone) and the launch's secret is added to
+    none; the run's sessions take that relay alone (no second one in front of it) and play on."""
+    model = ScriptedChatModel(Codes([PLAIN]))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(code_pkg, swarm_taskset(code_image, token))
+
+        async def main() -> tuple[str, str, dict[str, str], str, Any]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                found = await asyncio.to_thread(probe_as, user, url)
+                service = (await asyncio.to_thread(swarm_layout, token))["replicas"]
+                logs = docker_images.docker("service", "logs", "--raw", service, check=False)
+                episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                return server.url, url, found, logs.stdout + logs.stderr, episode
+
+        replica, url, found, log, episode = asyncio.run(main())
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url == replica and url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert "/health" in log and "/reset" not in log and "/step" not in log, log
+    assert outcome(episode) == (True, "env_done", 1.0)
     assert docker_images.labelled(token) == []

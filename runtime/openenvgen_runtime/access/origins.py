@@ -45,6 +45,10 @@ class ServerAccess(httpx.Auth):
         if headers:
             self._headers[origin(url)] = dict(headers)
 
+    def revoke(self, url: str) -> None:
+        """Requests to `url`'s origin carry nothing from now on (a server that is gone)."""
+        self._headers.pop(origin(url), None)
+
     def headers_for(self, url: str) -> dict[str, str]:
         """The headers a request to `url` carries ({} for an origin not admitted)."""
         return dict(self._headers.get(origin(url), {}))

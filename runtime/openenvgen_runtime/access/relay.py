@@ -1,28 +1,45 @@
-"""The loopback relay OpenEnv's WebSocket sessions take to a server that needs headers or TLS.
+"""The loopback relays a run's clients reach its servers through, each admitting only that run.
 
 OpenEnv's `EnvClient` takes a base URL and nothing else: no request headers, no TLS
-context. For a server that needs either (a Swarm replica behind its access gate, a
-`base_url` fleet behind an authenticating ingress, an `https://` server with a private CA)
-the pool hands the client a `http://127.0.0.1:PORT` URL of a relay instead. The relay,
-bound to loopback only, reads each request with h11, adds the server's headers (from
-`ServerAccess`; a same-named header of the client's is replaced), sets `Host` (and the
-path prefix of the server's URL), and sends it on over TCP, or TLS verified with the pool's
-`ssl_context` (SNI and the certificate's name are the server's host). Responses come back
-as they are. Keep-alive requests are relayed one after another on the same connections;
-a WebSocket upgrade answered `101` turns both connections into a byte splice for the
-rest of the session. A server that cannot be reached (refused, TLS not verified, no
-answer in time) gets the client a `502` (its reason in the body, the headers never).
+context, no Unix socket. So wherever a server cannot be reached plainly (a UV server or a
+sandboxed container serving on a Unix socket, a Swarm replica behind its gate, or behind
+its launch's router, a `base_url` fleet behind an authenticating ingress or a private CA)
+the run's clients get the URL of a relay on 127.0.0.1 instead, and the relay reaches the
+server (a `Route`: how to open a connection to it, the headers to add, its `Host` and path
+prefix).
 
-One relay per server that needs one (`SessionRelays`), started on first use and closed
-with the pool; servers that need neither headers nor TLS are reached directly.
+Any local user can connect to a loopback port, so each relay makes a credential of its own
+(`new_token`, 192 random bits) and its URL is `http://127.0.0.1:PORT/TOKEN`: OpenEnv's
+clients, the runtime's HTTP requests and verifiers' workers keep a base URL's path, so
+they send it on every request unchanged. `serve` reads each request's head with h11 (within
+`HEAD_TIMEOUT`) and refuses (`403`, then closes) one whose path does not start with the
+token, or whose rest has a `.` or `..` segment (raw or percent-encoded) or a backslash,
+before it opens anything upstream: no reset, no step, and no header of the run is ever
+added to it. An admitted request goes on with the token off its path (under the route's
+prefix), the route's headers replacing any of the client's of the same names, and
+`Host` set. The response comes back as it is, within the relay's `timeout` from the
+request's end to the response's end; keep-alive requests are relayed one after another,
+each checked; a WebSocket upgrade answered `101` turns both connections into a byte splice
+for the rest of the session. A server that cannot be reached gets the client a `502`
+(its reason in the body, never a header).
+
+`SessionRelay` serves on the pool's event loop, to a server over TCP or TLS (verified with
+the pool's `ssl_context`); `SessionRelays` makes one per server that needs one, on first
+use, and closes them with the pool. The launch modes' own relays (`launching.sandbox.relay`)
+serve on a thread of their own, to a Unix socket or through a router, with `serve` too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
-from urllib.parse import urlsplit
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import h11
 
@@ -31,6 +48,70 @@ from openenvgen_runtime.access.origins import ServerAccess, origin
 logger = logging.getLogger(__name__)
 
 CHUNK = 65536
+HEAD_TIMEOUT = 10.0
+"""Seconds a client has to send a whole request head (the first, or the next on a kept-alive connection)."""
+IDLE_TIMEOUT = 60.0
+"""Seconds a kept-alive connection may wait for its next request."""
+
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Opener = Callable[[], Awaitable[Streams]]
+"""Opens one connection to the server (ConnectionError/OSError/TimeoutError when it cannot)."""
+
+_FIRST_SEGMENT = re.compile(rb"/([^/?#]*)(.*)", re.DOTALL)
+
+
+def new_token() -> str:
+    """A relay's credential: the first path segment of its URL."""
+    return secrets.token_urlsafe(24)
+
+
+def admitted_target(target: bytes, token: str) -> bytes | None:
+    """The target to ask the server for, once `token` is off the front of a request's
+    `target`; None for a target without the token, or whose path leaves the root."""
+    found = _FIRST_SEGMENT.fullmatch(target)
+    if found is None or not hmac.compare_digest(found[1], token.encode()):
+        return None
+    rest = found[2]
+    if not rest.startswith(b"/"):
+        rest = b"/" + rest
+    path = unquote_to_bytes(rest.split(b"?", 1)[0])
+    if b"\\" in path or any(segment in (b".", b"..") for segment in path.split(b"/")):
+        return None
+    return rest
+
+
+@dataclass
+class Route:
+    """How a relay reaches its server."""
+
+    open: Opener
+    name: str
+    """The server's URL or socket, for messages."""
+    headers: Callable[[], Mapping[str, str]] = dict
+    """Added to every request (secret values), replacing the client's of the same names."""
+    host: bytes | None = None
+    """The `Host` header sent; None keeps the client's."""
+    prefix: bytes = b""
+    """The server's path prefix, put before every path."""
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    """The connections being relayed (cancelled by a close)."""
+
+
+async def serve(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, route: Route, token: str, timeout: float
+) -> None:
+    """Relay one accepted connection to `route`'s server (see the module's docstring)."""
+    task = asyncio.current_task()
+    assert task is not None
+    route.tasks.add(task)
+    try:
+        await _relay(reader, writer, route, token, timeout)
+    except (TimeoutError, OSError, h11.ProtocolError) as e:
+        # Never the message of a protocol error: it may quote a header.
+        logger.debug("relay to %s ended: %s", route.name, type(e).__name__)
+    finally:
+        writer.close()
+        route.tasks.discard(task)
 
 
 async def _next_event(connection: h11.Connection, reader: asyncio.StreamReader) -> object:
@@ -51,146 +132,182 @@ async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         writer.close()
 
 
+async def _request_head(client: h11.Connection, reader: asyncio.StreamReader, token: str, idle: float) -> object:
+    """The next request's head (`idle` seconds for its first byte, `HEAD_TIMEOUT` for the
+    rest); None when the client closed, `False` when it was refused for its target."""
+    async with asyncio.timeout(idle):
+        while client.their_state is h11.IDLE and not client.trailing_data[0]:
+            data = await reader.read(CHUNK)
+            if not data:
+                return None
+            client.receive_data(data)
+    async with asyncio.timeout(HEAD_TIMEOUT):
+        request = await _next_event(client, reader)
+    if not isinstance(request, h11.Request):
+        return None
+    target = admitted_target(request.target, token)
+    if target is None:
+        return False
+    return h11.Request(method=request.method, target=target, headers=request.headers)
+
+
+async def _relay(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, route: Route, token: str, timeout: float
+) -> None:
+    client = h11.Connection(h11.SERVER)
+    request = await _request_head(client, reader, token, HEAD_TIMEOUT)
+    if request is False:
+        await _answer(client, writer, 403, "this URL admits only the run that made it")
+        return
+    if not isinstance(request, h11.Request):
+        return
+    try:
+        up_reader, up_writer = await asyncio.wait_for(route.open(), timeout)
+    except (TimeoutError, OSError) as e:
+        reason = "no answer in time" if isinstance(e, TimeoutError) else str(e) or type(e).__name__
+        await _answer(client, writer, 502, f"cannot reach {route.name}: {reason}")
+        return
+    upstream = h11.Connection(h11.CLIENT)
+    try:
+        while True:
+            async with asyncio.timeout(timeout):
+                await _send_request(route, request, client, reader, upstream, up_writer)
+                upgraded = await _send_response(upstream, up_reader, client, writer)
+            if upgraded:
+                # A WebSocket session from here on: bytes both ways, as they come.
+                writer.write(upstream.trailing_data[0])
+                up_writer.write(client.trailing_data[0])
+                await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
+                return
+            if client.our_state is not h11.DONE or upstream.our_state is not h11.DONE:
+                return
+            client.start_next_cycle()
+            upstream.start_next_cycle()
+            request = await _request_head(client, reader, token, IDLE_TIMEOUT)
+            if request is False:
+                await _answer(client, writer, 403, "this URL admits only the run that made it")
+            if not isinstance(request, h11.Request):
+                return
+    finally:
+        up_writer.close()
+
+
+async def _send_request(
+    route: Route,
+    request: h11.Request,
+    client: h11.Connection,
+    reader: asyncio.StreamReader,
+    upstream: h11.Connection,
+    up_writer: asyncio.StreamWriter,
+) -> None:
+    ours = [(name.encode(), value.encode()) for name, value in route.headers().items()]
+    replaced = {name.lower() for name, _ in ours}
+    headers = []
+    if route.host is not None:
+        replaced.add(b"host")
+        headers.append((b"host", route.host))
+    headers += [(name, value) for name, value in request.headers if name.lower() not in replaced]
+    sent = h11.Request(method=request.method, target=route.prefix + request.target, headers=headers + ours)
+    up_writer.write(upstream.send(sent) or b"")
+    while True:
+        event = await _next_event(client, reader)
+        if isinstance(event, h11.Data):
+            up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
+        elif isinstance(event, h11.EndOfMessage):
+            up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
+            break
+        else:
+            raise h11.RemoteProtocolError("the request ended early")
+    await up_writer.drain()
+
+
+async def _send_response(
+    upstream: h11.Connection, up_reader: asyncio.StreamReader, client: h11.Connection, writer: asyncio.StreamWriter
+) -> bool:
+    """Relay one response; True when it switched the connection to a WebSocket."""
+    while True:
+        event = await _next_event(upstream, up_reader)
+        if isinstance(event, h11.InformationalResponse):
+            writer.write(client.send(event) or b"")
+            if event.status_code == 101:
+                await writer.drain()
+                return True
+        elif isinstance(event, h11.Response):
+            writer.write(client.send(event) or b"")
+            break
+        else:
+            raise h11.RemoteProtocolError("the server closed before answering")
+    while True:
+        event = await _next_event(upstream, up_reader)
+        if isinstance(event, h11.Data):
+            writer.write(client.send(event) or b"")
+            await writer.drain()
+        elif isinstance(event, h11.EndOfMessage):
+            writer.write(client.send(event) or b"")
+            await writer.drain()
+            return False
+        else:
+            raise h11.RemoteProtocolError("the server closed mid-response")
+
+
+async def _answer(client: h11.Connection, writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+    """The relay's own reply (refused, or no server), then the connection's end."""
+    body = reason.encode()
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    headers.append((b"connection", b"close"))
+    writer.write(client.send(h11.Response(status_code=status, headers=headers)) or b"")
+    writer.write(client.send(h11.Data(data=body)) or b"")
+    writer.write(client.send(h11.EndOfMessage()) or b"")
+    with contextlib.suppress(OSError):
+        await writer.drain()
+
+
+def url_route(upstream: str, access: ServerAccess) -> Route:
+    """The route to the server at `upstream` (its base URL) over TCP, or TLS verified with
+    `access.ssl_context`, carrying `access`'s headers for it."""
+    scheme, host, port = origin(upstream)
+    tls = access.ssl_context if scheme == "https" else None
+
+    def connect() -> Awaitable[Streams]:
+        return asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None)
+
+    default = 443 if tls else 80
+    return Route(
+        open=connect,
+        name=upstream,
+        headers=lambda: access.headers_for(upstream),
+        host=(host if port == default else f"{host}:{port}").encode(),
+        prefix=urlsplit(upstream).path.rstrip("/").encode(),
+    )
+
+
 class SessionRelay:
-    """A loopback listener relaying to one server (`upstream`, its base URL)."""
+    """A loopback listener, on the running event loop, relaying to one server (`upstream`, its base URL)."""
 
     def __init__(self, upstream: str, access: ServerAccess, *, timeout: float) -> None:
         self.upstream = upstream
-        self.access = access
+        self.route = url_route(upstream, access)
         self.timeout = timeout
-        scheme, self.host, self.port = origin(upstream)
-        self.tls = access.ssl_context if scheme == "https" else None
-        default = 443 if self.tls else 80
-        self.host_header = (self.host if self.port == default else f"{self.host}:{self.port}").encode()
-        self.prefix = urlsplit(upstream).path.rstrip("/").encode()
+        self.token = new_token()
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         self.url = ""
-        """`http://127.0.0.1:PORT`, once started."""
+        """`http://127.0.0.1:PORT/TOKEN`, once started."""
 
     async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, host="127.0.0.1", port=0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Awaitable[None]:
+            return serve(reader, writer, self.route, self.token, self.timeout)
+
+        self._server = await asyncio.start_server(accepted, host="127.0.0.1", port=0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/{self.token}"
         return self.url
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
+        tasks = list(self.route.tasks)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            await self._relay(reader, writer)
-        except (TimeoutError, OSError, h11.ProtocolError) as e:
-            # Never the message of a protocol error: it may quote a header.
-            logger.debug("session relay to %s ended: %s", self.upstream, type(e).__name__)
-        finally:
-            writer.close()
-            self._tasks.discard(task)
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        client = h11.Connection(h11.SERVER)
-        request = await _next_event(client, reader)
-        if not isinstance(request, h11.Request):
-            return
-        try:
-            name = self.host if self.tls else None
-            connecting = asyncio.open_connection(self.host, self.port, ssl=self.tls, server_hostname=name)
-            up_reader, up_writer = await asyncio.wait_for(connecting, self.timeout)
-        except (TimeoutError, OSError) as e:
-            reason = "no answer in time" if isinstance(e, TimeoutError) else str(e) or type(e).__name__
-            await self._refuse(client, writer, f"cannot reach {self.upstream}: {reason}")
-            return
-        upstream = h11.Connection(h11.CLIENT)
-        try:
-            while True:
-                await self._send_request(request, client, reader, upstream, up_writer)
-                if await self._send_response(upstream, up_reader, client, writer):
-                    # A WebSocket session from here on: bytes both ways, as they come.
-                    writer.write(upstream.trailing_data[0])
-                    up_writer.write(client.trailing_data[0])
-                    await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
-                    return
-                if client.our_state is not h11.DONE or upstream.our_state is not h11.DONE:
-                    return
-                client.start_next_cycle()
-                upstream.start_next_cycle()
-                request = await _next_event(client, reader)
-                if not isinstance(request, h11.Request):
-                    return
-        finally:
-            up_writer.close()
-
-    async def _send_request(
-        self,
-        request: h11.Request,
-        client: h11.Connection,
-        reader: asyncio.StreamReader,
-        upstream: h11.Connection,
-        up_writer: asyncio.StreamWriter,
-    ) -> None:
-        ours = [(name.encode(), value.encode()) for name, value in self.access.headers_for(self.upstream).items()]
-        replaced = {b"host", *(name.lower() for name, _ in ours)}
-        headers = [(b"host", self.host_header)]
-        headers += [(name, value) for name, value in request.headers if name.lower() not in replaced]
-        sent = h11.Request(method=request.method, target=self.prefix + request.target, headers=headers + ours)
-        up_writer.write(upstream.send(sent) or b"")
-        while True:
-            event = await _next_event(client, reader)
-            if isinstance(event, h11.Data):
-                up_writer.write(upstream.send(h11.Data(data=event.data)) or b"")
-            elif isinstance(event, h11.EndOfMessage):
-                up_writer.write(upstream.send(h11.EndOfMessage()) or b"")
-                break
-            else:
-                raise h11.RemoteProtocolError("the request ended early")
-        await up_writer.drain()
-
-    async def _send_response(
-        self,
-        upstream: h11.Connection,
-        up_reader: asyncio.StreamReader,
-        client: h11.Connection,
-        writer: asyncio.StreamWriter,
-    ) -> bool:
-        """Relay one response; True when it switched the connection to a WebSocket."""
-        while True:
-            event = await asyncio.wait_for(_next_event(upstream, up_reader), self.timeout)
-            if isinstance(event, h11.InformationalResponse):
-                writer.write(client.send(event) or b"")
-                if event.status_code == 101:
-                    await writer.drain()
-                    return True
-            elif isinstance(event, h11.Response):
-                writer.write(client.send(event) or b"")
-                break
-            else:
-                raise h11.RemoteProtocolError("the server closed before answering")
-        while True:
-            event = await _next_event(upstream, up_reader)
-            if isinstance(event, h11.Data):
-                writer.write(client.send(event) or b"")
-                await writer.drain()
-            elif isinstance(event, h11.EndOfMessage):
-                writer.write(client.send(event) or b"")
-                await writer.drain()
-                return False
-            else:
-                raise h11.RemoteProtocolError("the server closed mid-response")
-
-    async def _refuse(self, client: h11.Connection, writer: asyncio.StreamWriter, reason: str) -> None:
-        body = reason.encode()
-        headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
-        writer.write(client.send(h11.Response(status_code=502, headers=headers)) or b"")
-        writer.write(client.send(h11.Data(data=body)) or b"")
-        writer.write(client.send(h11.EndOfMessage()) or b"")
-        with contextlib.suppress(OSError):
-            await writer.drain()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class SessionRelays:

@@ -148,6 +148,8 @@ class HealthWatch:
             gone = [s for s in fleet.servers if s.url not in urls and s.down is not None]
             for server in gone:
                 fleet.servers.remove(server)
+                if server.access is not None:  # its address may be another's next: no secret goes there
+                    server.access.revoke(server.url)
             fleet.servers.extend(fresh)
             fleet.changed.notify_all()
         for server in fresh:

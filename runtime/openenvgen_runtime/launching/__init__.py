@@ -9,6 +9,6 @@ sandboxed launch's replicas on a network of their own behind a router; `openenv_
 without its web UI; `process_hooks` prints a launch failure as one line; `errors.LaunchError`
 is the one error; `sandbox` hardens the containers of a run that executes model-written code.
 
-Layers: errors, openenv_import, provider < docker_cli, process_hooks, servers, uv_provider <
-sandbox < docker_provider, reaper, swarm_gate < swarm_isolation < swarm_provider < launch
+Layers: errors, openenv_import, provider < docker_cli, process_hooks, servers <
+sandbox < docker_provider, reaper, swarm_gate, uv_provider < swarm_isolation < swarm_provider < launch
 """

@@ -321,4 +321,4 @@ class Launcher:
         # Each provider closes its own relays; one still open here outlived its server.
         left = await asyncio.to_thread(relay.close_owned, self.owner)
         if left:
-            logger.warning("closed %d sandbox relay(s) whose server had gone: %s", len(left), ", ".join(left))
+            logger.warning("closed %d loopback relay(s) whose server had gone: %s", len(left), ", ".join(left))

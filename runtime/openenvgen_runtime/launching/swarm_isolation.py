@@ -11,10 +11,12 @@ sandboxed Swarm launch without network (`sandbox_network = "none"`) makes, per l
   on a second overlay network of the launch, from which it publishes its port on each node
   (`mode=host`). It opens `CONNECT` tunnels to the replicas' gates and to nothing else;
   the gates still require the launch's secret, which the router never holds;
-- one loopback `Relay` per replica in this process, that tunnels each connection through
+- one loopback `Relay` per replica in this process, that admits only the run's requests
+  (its URL's token), adds the launch's secret to each, and tunnels each connection through
   the router on the replica's node (any router when that node has none). A replica's base
   URL is its relay's, so the pool, its health probes and OpenEnv's client reach it as any
-  other server; a replica that Swarm replaces gets a new relay and URL.
+  other server, through no second relay; a replica that Swarm replaces gets a new relay
+  and URL, and the old one's port, once closed, is given nothing.
 
 The networks and the router service are `SwarmObjects` (the run's labels, so the run's
 reaper removes them however the run ends); `remove` removes them on a normal stop.
@@ -80,7 +82,16 @@ def running(task: dict[str, Any]) -> bool:
 class IsolatedNetwork:
     """One launch's replica network, router and relays."""
 
-    def __init__(self, labels: dict[str, str], image: str, constraints: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        labels: dict[str, str],
+        image: str,
+        constraints: list[str] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.headers = dict(headers or {})
+        """What each relay adds to every request (the launch's secret, for its gates)."""
         self.name = f"openenvgen-{uuid.uuid4().hex[:12]}"
         self.image = image
         self.constraints = list(constraints or [])
@@ -163,7 +174,7 @@ class IsolatedNetwork:
                 known[2].close()
 
             opener = functools.partial(open_tunnel, router, address)
-            relay = Relay(opener, f"{self.name} {address}", self.objects.labels.get(OWNER_LABEL))
+            relay = Relay(opener, f"{self.name} {address}", self.objects.labels.get(OWNER_LABEL), headers=self.headers)
             self._relays[task["ID"]] = (router, address, relay)
         for gone in set(self._relays) - seen:
             self._relays.pop(gone)[2].close()

@@ -17,7 +17,8 @@ sets in its server's environment (`--env NAME` would put the value in the spec).
 
 A sandbox without network (`sandbox_network = "none"`) changes how replicas are reached:
 they publish nothing and sit on an internal network of their own, behind the launch's
-router (`swarm_isolation`), and each is addressed by a loopback relay of this process.
+router (`swarm_isolation`), and each is addressed by a loopback relay of this process,
+which adds the launch's secret itself.
 
 The swarm must already exist (`docker swarm init`, or nodes joined to a manager): the
 runtime never initialises one behind the user's back. Importing this module imports
@@ -95,8 +96,13 @@ class SwarmService(DockerSwarmProvider):
         self.server_command = list(server_command)
         """What each replica's gate starts: the image's Entrypoint and Cmd (or `command`)."""
         self.gate = SwarmGate(labels)
-        self.isolated = IsolatedNetwork(labels, image, service_options.get("constraints")) if isolated else None
-        """The replicas' own network and router, for a sandbox without network."""
+        self.isolated = (
+            IsolatedNetwork(labels, image, service_options.get("constraints"), headers=self.gate.request_headers())
+            if isolated
+            else None
+        )
+        """The replicas' own network and router, for a sandbox without network: its relays
+        add the launch's secret themselves."""
         self._nodes: dict[str, str] = {}
 
     def start_container(
@@ -201,8 +207,10 @@ class SwarmService(DockerSwarmProvider):
         return sorted(set(urls))
 
     def request_headers(self) -> dict[str, str]:
-        """What every request to a replica carries: the launch's secret (see `swarm_gate`)."""
-        return self.gate.request_headers()
+        """What every request to a replica carries: the launch's secret (see `swarm_gate`).
+        None for replicas without network: their relays add it, and their loopback URLs
+        are then all a run's clients reach them by (no second relay in front)."""
+        return {} if self.isolated is not None else self.gate.request_headers()
 
     def failure(self) -> str | None:
         """The swarm's reason when replicas (or their router) cannot start (no such

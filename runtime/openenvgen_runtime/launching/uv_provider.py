@@ -10,6 +10,13 @@ without end fills no disk),
 it runs in a process group of its own (so stopping it also stops the uvicorn that `uv run`
 spawned), and the kernel terminates it if this process dies without cleaning up.
 
+It has no port: uvicorn serves (`--fd`) a Unix socket this process made, bound and
+listening before the server starts, in a private folder (0700) of its own, so no other
+local user can connect to it, take its place or see a port to squat in `ps`. The run
+reaches it through a loopback `Relay` (`launching.sandbox.relay`), whose URL's token only
+the run holds: another local user cannot reset or step the env, nor run code through it
+as the trainer's user. `port` and `host`, when given, are where that relay listens.
+
 Importing this module imports OpenEnv's providers: `launch` imports it only for a UV run.
 """
 
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -25,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
+from openenvgen_runtime.launching.sandbox.relay import Relay
 from openenvgen_servers import uv
 from openenvgen_servers.logs import DEFAULT_LOG_LIMIT, LogLimit
-from openenvgen_servers.ports import free_port
 from openenvgen_servers.processes import find_uv
 from openenvgen_servers.uv import UVServerProcess
 from openenvgen_servers.wire import NotHealthy
@@ -76,26 +84,41 @@ class UVServer(UVProvider):
         self.pass_env = list(pass_env)
         self.log_limit = log_limit
         self.server: UVServerProcess | None = None
+        self.relay: Relay | None = None
+        self.socket_dir: str | None = None
         self.clone_dir: str | None = None
 
     def start(self, port: int | None = None, env_vars: dict[str, str] | None = None, workers: int = 1, **_: Any) -> str:
-        """OpenEnv's `UVProvider.start`, logged and in a process group of its own; returns the base URL."""
+        """OpenEnv's `UVProvider.start`, logged and in a process group of its own, serving a
+        socket of this process's behind a relay (see the module); returns the relay's URL."""
         if self.server is not None and self.server.exit_code() is None:
             raise RuntimeError("UVProvider is already running")
-        self._remove_clone()
+        self.stop()
         project = self.project_path
         if project.startswith(GIT_URL_PREFIX):
             project = self.clone_dir = clone_git_project(project, self.context_timeout_s)
-        bind_port = port or free_port()
-        # `uv` as OpenEnv runs it, from PATH (`ensure_uv_on_path`).
-        serve = uv.uvicorn(self.app, host=self.host, port=bind_port, workers=workers, reload=self.reload)
-        command = [*uv.uv_run("uv", project), *serve]
-        client_host = "127.0.0.1" if self.host in {"0.0.0.0", "::"} else self.host
-        env_vars = {**(self.env_vars or {}), **(env_vars or {})}
-        url = f"http://{client_host}:{bind_port}"
-        self.server = UVServerProcess.start(
-            command, url, env_vars=env_vars, pass_env=self.pass_env, log_limit=self.log_limit
-        )
+        self.socket_dir = tempfile.mkdtemp(prefix="openenv-uv-")  # 0700: ours alone
+        path = os.path.join(self.socket_dir, "server.sock")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+                listener.bind(path)
+                listener.listen(socket.SOMAXCONN)
+                self.relay = Relay.to_socket(path, host=self.host, port=port or 0)
+                # `uv` as OpenEnv runs it, from PATH (`ensure_uv_on_path`).
+                serve = uv.uvicorn(self.app, fd=listener.fileno(), workers=workers, reload=self.reload)
+                command = [*uv.uv_run("uv", project), *serve]
+                env_vars = {**(self.env_vars or {}), **(env_vars or {})}
+                self.server = UVServerProcess.start(
+                    command,
+                    self.relay.url,
+                    env_vars=env_vars,
+                    pass_env=self.pass_env,
+                    pass_fds=[listener.fileno()],
+                    log_limit=self.log_limit,
+                )
+        except BaseException:
+            self.stop()
+            raise
         return self.server.url
 
     @property
@@ -130,10 +153,17 @@ class UVServer(UVProvider):
         return "" if self.server is None else self.server.log_tail(lines)
 
     def stop(self) -> None:
-        """Stop the server's whole process group; remove its log and any cloned project."""
+        """Stop the server's whole process group and its relay; remove its log, its socket's
+        folder and any cloned project."""
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.relay is not None:
+            self.relay.close()
+            self.relay = None
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
         self._remove_clone()
 
     def _remove_clone(self) -> None:

@@ -215,7 +215,8 @@ class ObservationView:
         if not self.asset_base_url:
             raise MediaError(f"observation field {where!r} names an asset, but no server URL is known to fetch it from")
         base = self.asset_base_url.rstrip("/") + "/"
-        url = urljoin(base, value)
+        # A path from the server's root is under its base URL's path (a relay's token, a fleet's prefix).
+        url = urljoin(base, value[1:] if value.startswith("/") and not value.startswith("//") else value)
         if urlsplit(url)[:2] != urlsplit(base)[:2]:
             raise MediaError(
                 f"observation field {where!r}: asset {value!r} is not on the env server {self.asset_base_url}"

@@ -24,6 +24,7 @@ from openenvgen_runtime.access.relay import SessionRelays
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_servers.access import tls_context
 from openenvgen_testsupport.adapters import load_env, model_context, outcome
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
@@ -43,9 +44,21 @@ def guess_app() -> Any:
     return app
 
 
+class Reached:
+    """ASGI middleware: remembers every request that reached the app (past the fleet's gate)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app, self.paths = app, []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            self.paths.append(f"{scope.get('method', 'WS')} {scope['path']}")
+        await self.app(scope, receive, send)
+
+
 class Fleet:
-    def __init__(self, url: str, ca: Path, key: str, gate: Any) -> None:
-        self.url, self.ca, self.key, self.gate = url, ca, key, gate
+    def __init__(self, url: str, ca: Path, key: str, gate: Any, reached: Reached) -> None:
+        self.url, self.ca, self.key, self.gate, self.reached = url, ca, key, gate, reached
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +66,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     tls = pytest.importorskip("openenvgen_testsupport.tls", reason="the TLS fleet needs `cryptography`")
     ca = tls.make_ca(tmp_path_factory.mktemp("ca"))
     key = secrets.token_urlsafe(24)
-    gate = tls.RequireHeader(guess_app(), HEADER, key)
+    reached = Reached(guess_app())
+    gate = tls.RequireHeader(reached, HEADER, key)
     with tls.serve_tls(gate, ca) as url:
-        yield Fleet(url, ca.ca, key, gate)
+        yield Fleet(url, ca.ca, key, gate, reached)
 
 
 def fleet_taskset(fleet: Fleet, url: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -175,3 +189,32 @@ def test_the_relay_carries_keep_alive_requests_and_the_websocket_upgrade(fleet: 
     statuses, refused, reset, step = asyncio.run(main())
     assert statuses == [200, 200, 200] and refused == 0
     assert reset.done is False and step.done is True and step.reward == 1.0
+
+
+def test_another_local_user_gets_nothing_through_the_fleets_relay(
+    fleet: Fleet, guess_pkg: str, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
+    """As a second OS user that sees the relay's port (not its URL): every reset, step,
+    schema read and WebSocket is refused by the relay, so none reaches the fleet, with the
+    header or without; the run's episodes play on."""
+    monkeypatch.setenv(VARIABLE, fleet.key)
+    model = ScriptedChatModel(Script(["5", '{"guess": 7}']))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(guess_pkg, fleet_taskset(fleet))
+
+        async def main() -> tuple[str, dict[str, str], list[str], int, list[Any]]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                reached, refused = len(fleet.reached.paths), fleet.gate.refused
+                found = await asyncio.to_thread(probe_as, user, url)
+                theirs = fleet.reached.paths[reached:]
+                ctx = model_context(str(model_url))
+                episodes = await asyncio.gather(*(env.run_episode(t, ctx) for t in list(env.taskset) * 2))
+                return url, found, theirs, fleet.gate.refused - refused, list(episodes)
+
+        url, found, theirs, refused, episodes = asyncio.run(main())
+    assert url.startswith("http://127.0.0.1:")
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert theirs == [] and refused == 0
+    assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)] * 2

@@ -25,6 +25,7 @@ from openenvgen_testsupport.adapters import (
     model_context,
     outcome,
 )
+from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.paths import UV_CODE_FIXTURE_APP, UV_CODE_FIXTURE_PROJECT
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
@@ -155,3 +156,34 @@ def test_pass_env_is_a_taskset_option_of_every_mode(code_pkg: str) -> None:
     env = load_env(code_pkg, {"provider_kwargs": {"pass_env": ["A"]}, "allow_host_execution": True})
     with pytest.raises(LaunchError, match=r"provider_kwargs.pass_env is not a provider option: set `pass_env` on the"):
         asyncio.run(env.start())
+
+
+def test_another_local_user_cannot_reach_the_uv_server(code_pkg: str, pytestconfig: pytest.Config) -> None:
+    """As a second OS user that sees the run's port (not its URL): every reset, step, schema
+    read and WebSocket is refused by the relay, and none reaches the server (its step code,
+    which would write a file as the trainer's user, never runs); the server has no port of
+    its own to find in `ps`; the run's episodes play on."""
+    marker = uuid.uuid4().hex
+    planted = Path(f"/tmp/openenvgen-other-user-{marker}")
+    code = f"open({str(planted)!r}, 'w').write('ran')"
+    model = ScriptedChatModel(Script(['{"code": "print(\'done\')"}']))
+    with other_user(pytestconfig) as user, serve_app(model) as model_url:
+        env = load_env(code_pkg, uv_code_taskset(marker, allow_host_execution=True))
+
+        async def main() -> tuple[str, dict[str, str], list[str], str, Any]:
+            async with env.serving():
+                (server,) = env.pool.servers
+                url = await env.pool.session_url(server)
+                found = await asyncio.to_thread(probe_as, user, url, code)
+                lines = [Path(f"/proc/{pid}/cmdline").read_bytes().decode() for pid in marked_processes(marker)]
+                episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                assert server.provider is not None
+                return url, found, lines, server.provider.log_tail(200), episode
+
+        url, found, lines, log, episode = asyncio.run(main())
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert not planted.exists()
+    assert "/reset" not in log and "/step" not in log and "/health" in log  # the run's probes alone reached it
+    assert lines and not any("--port" in line or "--host" in line for line in lines), lines
+    assert outcome(episode) == (True, "env_done", 1.0)

@@ -50,6 +50,6 @@ def test_a_failed_launch_names_the_command_and_app_it_ran() -> None:
     message = str(error.value)
     first, *log = message.splitlines()
     assert first.startswith("test/guess-env (uv): server exited with code ")
-    command = f"$ uv run --isolated --project {UV_FIXTURE_PROJECT} -- uvicorn server.app:app --host 127.0.0.1 --port "
+    command = f"$ uv run --isolated --project {UV_FIXTURE_PROJECT} -- uvicorn server.app:app --fd "
     assert log[0].startswith(command)
     assert "No module named 'server'" in message
