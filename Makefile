@@ -45,11 +45,11 @@ lint: install
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass. The 25
 # slowest tests are listed at the end, to keep CI inside its time budget. Most tests wait on
 # servers and subprocesses, so they run on JOBS pytest-xdist workers (2 by default; whole
-# modules per worker, the Docker ones on one, see tests/conftest.py): `make test JOBS=0` runs
-# in one process.
+# modules per worker, the Docker ones on one: xdist's loadgroup, with the groups
+# tests/conftest.py gives): `make test JOBS=0` runs in one process.
 JOBS ?= 2
 test: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n $(JOBS) --durations=25; \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n $(JOBS) --dist loadgroup --durations=25; \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran"; exit 1; fi; exit $$rc
 
 test-fast: install

@@ -7,18 +7,19 @@ a group of tests skipped. Tests marked `docker` or `swarm` skip when no Docker d
 and fail instead when OPENENVGEN_REQUIRE_DOCKER=1 (set by .ci/run, so CI never passes without
 them). Helpers that tests import live in `openenvgen_testsupport` (tests/support), never here.
 
-`make test` runs on pytest-xdist workers, each taking whole test modules (a module's fixtures,
-e.g. a cluster, are built once); the modules that drive Docker (DOCKER_MODULES: the host
-daemon, its swarm, the namespaced cluster) form one unit, run one after another on one worker
-while the other workers take the rest, slowest folder (e2e) first. Each worker's summary lines
-are sent to the controller, which prints them once.
+`make test` runs on pytest-xdist workers with `--dist loadgroup`: every test is put in an
+`xdist_group` here, so each worker takes whole groups. A test module is one group (its
+module-scoped fixtures, e.g. a cluster or a generated package, are built once), and every test
+marked `docker`, `swarm` or `multinode` is in the one group `docker`, so the tests that drive
+the host's Docker daemon, its swarm and the namespaced cluster run one after another on one
+worker while the other workers take the rest. Each worker's summary lines are sent to the
+controller, which prints them once.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,56 +28,27 @@ from openenvgen_testsupport.skips import DOCKER_MARKERS, REQUIRE_DOCKER, skip_lo
 
 _DOCKER_PROBLEM = pytest.StashKey[tuple[str | None]]()
 _NOTES_KEY = "openenvgen_summary_notes"
-DOCKER_MODULES = frozenset(
-    {
-        "tests/e2e/test_docker.py",
-        "tests/e2e/test_log_bounds.py",
-        "tests/e2e/test_sandbox.py",
-        "tests/e2e/test_swarm.py",
-        "tests/e2e/test_swarm_access.py",
-        "tests/e2e/test_swarm_sandbox.py",
-        "tests/e2e/test_multinode.py",
-    }
-)
-"""Test modules that drive Docker for all their tests: one unit of work on one xdist worker."""
 
 
 # --- what this run did not test, said once --------------------------------------------------
 
 
+# Before xdist's own hook, which reads the `xdist_group` marks on a worker.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     modules = {id(m): m for m in (getattr(item, "module", None) for item in items) if m is not None}
     for module in modules.values():
         for line in getattr(module, "SUMMARY", ()):
             summary_note(config, line)
-        declared = getattr(module, "pytestmark", [])
-        marks = {m.name for m in (declared if isinstance(declared, list) else [declared])}
-        relative = Path(module.__file__).relative_to(config.rootpath).as_posix()
-        if marks & {*DOCKER_MARKERS, "multinode"} and relative not in DOCKER_MODULES:
-            raise pytest.UsageError(f"{relative} drives Docker: add it to DOCKER_MODULES in tests/conftest.py")
+    for item in items:
+        docker = any(item.get_closest_marker(m) for m in (*DOCKER_MARKERS, "multinode"))
+        item.add_marker(pytest.mark.xdist_group("docker" if docker else item.nodeid.split("::", 1)[0]))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     worker_output = getattr(session.config, "workeroutput", None)  # set on an xdist worker only
     if worker_output is not None:
         worker_output[_NOTES_KEY] = summary_notes(session.config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """On the xdist controller, for `-n N` (the default `--dist load`): whole modules per
-    worker, the Docker modules as one unit, in collection order."""
-    if config.getvalue("dist") != "load":
-        return None  # an explicit --dist: xdist's own
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ModuleScheduling(LoadScopeScheduling):  # type: ignore[misc]
-        def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "docker" if module in DOCKER_MODULES else module
-
-    config.option.loadscopereorder = False  # collection order: tests/e2e, the slowest, first
-    return ModuleScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)

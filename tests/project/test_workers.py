@@ -1,6 +1,6 @@
-"""`make test` runs on pytest-xdist workers with tests/conftest.py's scheduler: whole modules
-per worker, the Docker-driving modules (DOCKER_MODULES) as one unit. Shown on a small tree
-laid out like the suite, run by a pytest of its own."""
+"""`make test` runs on pytest-xdist workers with `--dist loadgroup` and the groups
+tests/conftest.py gives: whole modules per worker, the Docker-driving tests as one group.
+Shown on a small tree laid out like the suite, run by a pytest of its own."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_docker_modules_share_one_worker_and_each_module_stays_on_one(tmp_path: 
         "tests/e2e/test_multinode.py": "pytestmark = pytest.mark.multinode",
         **{f"tests/unit/test_m{i}.py": "" for i in range(6)},
     }
-    proc = run_tree(tmp_path, modules, "-n", "2")
+    proc = run_tree(tmp_path, modules, "-n", "2", "--dist", "loadgroup")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, module in re.findall(r"^\[(gw\d)\] .*? (tests/\S+?\.py)::", proc.stdout, re.MULTILINE):
@@ -58,11 +58,3 @@ def test_docker_modules_share_one_worker_and_each_module_stays_on_one(tmp_path: 
     docker_workers = {w for m in modules if m.startswith("tests/e2e/") for w in workers[m]}
     assert len(docker_workers) == 1, dict(workers)
     assert {w for on in workers.values() for w in on} == {"gw0", "gw1"}, "both workers took work"
-
-
-def test_a_docker_module_outside_the_list_is_a_usage_error(tmp_path: Path) -> None:
-    proc = run_tree(tmp_path, {"tests/e2e/test_new_cluster.py": "pytestmark = [pytest.mark.swarm]"})
-    assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "tests/e2e/test_new_cluster.py drives Docker: add it to DOCKER_MODULES in tests/conftest.py" in (
-        proc.stdout + proc.stderr
-    )
