@@ -22,6 +22,8 @@ from openenvgen.generation.layout import LOCK_FILE as LOCK_FILE
 from openenvgen.generation.layout import RUNTIME_DISTRIBUTION as RUNTIME_DISTRIBUTION
 from openenvgen.generation.layout import sha256_text as sha256_text
 from openenvgen.generation.layout import templates_dir as templates_dir
+from openenvgen.generation.python_format import start_format
+from openenvgen.generation.trl_tools import trl_tools
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas.normalise import union_members
 
@@ -142,11 +144,17 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "union_members": _union_rows(spec, names),
     }
     m = spec.module
+    tools = trl_tools(spec, names)
+    classes = sorted({t.target for t in tools if t.target[:1].isupper() and t.target != "ANY_TOOL"}, key=str.lower)
+    # The TRL module goes through ruff (as the models do): its signatures and literals come
+    # from the schema, too varied to write as ruff formats them by hand.
+    trl = start_format(env.get_template("trl.py.j2").render(context, tools=tools, model_imports=classes))
     files = {
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(context),
         "README.md": env.get_template("README.md.j2").render(context),
         f"{m}/__init__.py": env.get_template("__init__.py.j2").render(context),
         f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
+        f"{m}/trl.py": trl(),
         f"{m}/models.py": finish().source,
         f"{m}/py.typed": f"{HEADER}\n",
         f"{m}/snapshot.json": render_snapshot(spec),

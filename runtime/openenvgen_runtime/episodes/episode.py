@@ -83,7 +83,7 @@ class EpisodeTaskset(Protocol[TaskT]):
     def observation_view(self, server: Server) -> ObservationView: ...
 
 
-__all__ = ["EnvLost", "EnvProtocolError", "next_turn", "play", "session_failure"]
+__all__ = ["EnvLost", "EnvProtocolError", "next_turn", "play", "session_failure", "step_action"]
 
 # What OpenEnv's client raises on a reply it cannot read (`replies.protocol_failure` reads them).
 _UNREADABLE = (ValueError, OverflowError, AttributeError, TypeError)
@@ -119,7 +119,7 @@ def episode_metrics(final: dict[str, Any], score: Score) -> dict[str, float]:
     }
 
 
-async def _step(client: Any, action: dict[str, Any]) -> Any:
+async def step_action(client: Any, action: dict[str, Any]) -> Any:
     """`await client.step(action)` (OpenEnv's client, under its own `message_timeout_s`),
     its failures read by `session_failure`."""
     try:
@@ -256,7 +256,7 @@ async def _play_session(
                     break
                 try:
                     action = space.parse_tool_calls(calls) if calls else space.parse(reply)
-                    result = await _step(client, action)
+                    result = await step_action(client, action)
                 except InvalidAction as e:
                     score.invalid_actions += 1
                     streak += 1

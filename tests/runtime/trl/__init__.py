@@ -1,0 +1,1 @@
+"""Tests of `openenvgen_runtime.trl`."""
