@@ -14,7 +14,6 @@ the env steps (counted on the server), and the rewards TRL logs are the env's sc
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import statistics
 import threading
@@ -34,7 +33,7 @@ from openenvgen_testsupport.fixture_envs import (
     extract_guess,
 )
 from openenvgen_testsupport.servers import serve_app
-from openenvgen_testsupport.tiny_model import ToolCall, tiny_tool_caller
+from openenvgen_testsupport.tiny_model import ToolCall, tiny_tool_caller, tool_methods
 
 pytestmark = [pytest.mark.rollout, pytest.mark.timeout(600)]
 
@@ -87,16 +86,6 @@ def environment_class(server: str, tmp_path_factory: pytest.TempPathFactory) -> 
     package = generate_from_server("wordle", server, tmp_path_factory.mktemp("pkgs"))
     trl_module = importlib.import_module(f"{package.replace('-', '_')}.trl")
     return trl_module.environment_class(base_url=server)  # type: ignore[no-any-return]
-
-
-def tool_methods(instance: Any) -> list[Any]:
-    """The instance's methods TRL offers the model as tools (its public ones but reset and
-    get_reward, as GRPOTrainer collects them)."""
-    return [
-        getattr(instance, name)
-        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-        if not name.startswith("_") and name not in {"reset", "get_reward"}
-    ]
 
 
 def child_processes() -> set[int]:
@@ -166,3 +155,84 @@ def test_grpo_trains_on_the_generated_class(environment_class: type, tmp_path: P
     assert logged == pytest.approx(served), (logged, served)
     assert 0.0 < statistics.mean(served) < 1.0, served  # both words guessed: rewards differ
     assert child_processes() == children_before
+
+
+BAD_ROWS = [
+    # (dataset prompt, reset seed, the argument the model sends or None to send none)
+    ("Say it.", 0, "apple"),  # benign: reward 1.0
+    ("Wrong type.", 0, 5),  # an int for a str field: refused by the action model, nothing stepped
+    ("No field.", 0, None),  # the required field missing: refused likewise
+    ("Bad reward.", 1, "river"),  # the server's reward is NaN: an env protocol error
+    ("Hang.", 2, "stone"),  # the server never answers the step: lost after reply_timeout
+]
+"""The hostile server's faults by seed: 1 = reward_nan, 2 = step_hangs (`hostile_env`)."""
+
+
+@pytest.fixture(scope="module")
+def hostile_server() -> Iterator[str]:
+    from openenvgen_testsupport.hostile_env import make_hostile_app
+
+    with serve_app(make_hostile_app({1: "reward_nan", 2: "step_hangs"}), ready_path="/health") as url:
+        yield str(url)
+
+
+def test_bad_calls_end_their_episode_and_training_goes_on(
+    hostile_server: str, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Wrong types, a missing field, a NaN reward and a hung server, each taught to the model
+    for one row: each a clean outcome of its episode (the tool never raises into TRL's step:
+    no tool failure logged), the benign row still scores, and training runs its steps."""
+    from datasets import Dataset
+    from transformers.utils import get_json_schema
+    from trl import GRPOConfig, GRPOTrainer
+
+    package = generate_from_server("hostile", hostile_server, tmp_path_factory.mktemp("pkgs"))
+    trl_module = importlib.import_module(f"{package.replace('-', '_')}.trl")
+    environment_class = trl_module.environment_class(base_url=hostile_server, reply_timeout=5)
+    probe = environment_class()
+    (tool,) = tool_methods(probe)
+    (parameter,) = get_json_schema(tool)["function"]["parameters"]["properties"]
+    lessons, replies = [], []
+    for prompt, seed, value in BAD_ROWS:
+        observation = probe.reset(seed=seed)
+        lessons.append((prompt + observation, ToolCall(tool.__name__, {} if value is None else {parameter: value})))
+        if seed == 0:
+            replies.append(tool(**({} if value is None else {parameter: value})))
+    assert all(isinstance(r, str) and r for r in replies), replies
+    tiny = tiny_tool_caller(tool_methods(probe), lessons, replies, steps=150)
+    assert tiny.final_loss < 0.05, tiny.final_loss
+
+    dataset = Dataset.from_dict(
+        {"prompt": [[{"role": "user", "content": p}] for p, _, _ in BAD_ROWS], "seed": [s for _, s, _ in BAD_ROWS]}
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=STEPS,
+        per_device_train_batch_size=len(BAD_ROWS) * GENERATIONS,
+        num_generations=GENERATIONS,
+        max_completion_length=64,
+        max_tool_calling_iterations=2,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        seed=0,
+        shuffle_dataset=False,
+    )
+    trainer = GRPOTrainer(
+        model=tiny.model,
+        processing_class=tiny.tokenizer,
+        args=args,
+        train_dataset=dataset,
+        environment_factory=environment_class,
+    )
+    trainer.train()
+
+    steps = [entry for entry in trainer.state.log_history if "tools/failure_frequency" in entry]
+    assert trainer.state.global_step == STEPS and len(steps) == STEPS, trainer.state.log_history
+    assert all(entry["tools/call_frequency"] > 0 for entry in steps), steps
+    assert all(entry["tools/failure_frequency"] == 0 for entry in steps), steps
+    column = f"rewards/{environment_class.__name__}/mean"
+    # Of the five rows, only the benign one can score (1.0); the failed episodes are NaN, left out.
+    assert all(0.0 <= entry[column] <= 1.0 for entry in steps), steps

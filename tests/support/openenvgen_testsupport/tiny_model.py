@@ -16,6 +16,7 @@ cached: the caller keeps what `tiny_tool_caller` returns for as long as it needs
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from trl.chat_template_utils import (
     qwen3_chat_template,
 )
 
-__all__ = ["CLOSING", "ToolCall", "TinyModel", "tiny_tool_caller"]
+__all__ = ["CLOSING", "TinyModel", "ToolCall", "tiny_tool_caller", "tool_methods"]
 
 CLOSING = "ok"
 """What the taught model answers after a tool response (it then ends its turn)."""
@@ -64,6 +65,16 @@ class TinyModel:
     model: Qwen3ForCausalLM
     tokenizer: PreTrainedTokenizerFast
     final_loss: float
+
+
+def tool_methods(instance: Any) -> list[Callable[..., Any]]:
+    """The methods of an environment instance that TRL offers the model as tools: its class's
+    public functions but `reset` and `get_reward`, as GRPOTrainer collects them."""
+    return [
+        getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if not name.startswith("_") and name not in {"reset", "get_reward"}
+    ]
 
 
 def make_tokenizer(corpus: Sequence[str]) -> PreTrainedTokenizerFast:
