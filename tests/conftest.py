@@ -35,6 +35,7 @@ DOCKER_MODULES = frozenset(
         "tests/e2e/test_swarm_access.py",
         "tests/e2e/test_swarm_sandbox.py",
         "tests/e2e/test_multinode.py",
+        "tests/e2e/test_trl_sandbox.py",
     }
 )
 """Test modules that drive Docker for all their tests: one unit of work on one xdist worker."""
