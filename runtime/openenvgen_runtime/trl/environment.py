@@ -34,16 +34,18 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
-from verifiers.v1 import TasksetConfig
+from verifiers.v1 import AgentConfig, TasksetConfig
+from verifiers.v1.trace import AgentInfo, Trace, TraceTask
 from verifiers.v1.utils.generic import concrete_type
 
 from openenvgen_runtime.config import AdapterConfig, AdapterData
-from openenvgen_runtime.episodes.episode import EnvLost, EnvProtocolError, next_turn, step_action
+from openenvgen_runtime.episodes.episode import EnvLost, EnvProtocolError, next_turn, observed, record, step_action
 from openenvgen_runtime.episodes.taskset import AdapterTask, AdapterTaskset
 from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
@@ -57,6 +59,7 @@ from openenvgen_runtime.turn.prompts import invalid
 from openenvgen_runtime.turn.scoring import Score, Stop
 
 EnvironmentT = TypeVar("EnvironmentT", bound="TrlEnvironment")
+logger = logging.getLogger(__name__)
 
 ANY_TOOL = "call_tool"
 """`tool(ANY_TOOL)`: an MCP env's tools known per episode only, called by name (`tool_name`, `arguments`)."""
@@ -139,6 +142,9 @@ class TrlEnvironment:
         self._space: ActionSpace | None = None
         self._view: ObservationView | None = None
         self._score = Score()
+        self._task: AdapterTask | None = None
+        self._last: dict[str, Any] = {}
+        self._seen: list[dict[str, Any]] = []
         self._streak = 0
         self._stop: str | None = None
         self._reset = False
@@ -170,15 +176,32 @@ class TrlEnvironment:
         return runner.run(self._start(shared, kwargs))
 
     def get_reward(self) -> float:
-        """The episode's score as the runtime scores it (the env's per-step rewards, summed);
-        NaN for an episode the env failed (unscorable for TRL)."""
+        """The episode's score as the runtime scores it for verifiers: the task's rewards
+        (the env's per-step rewards, summed, and `custom.py`'s `@vf.reward` functions),
+        weighted and summed, from the episode recorded as on a verifiers trace. NaN for an
+        episode the env failed or whose scoring failed (unscorable for TRL), with a warning."""
         if self._stop in (Stop.ENV_LOST, Stop.ENV_PROTOCOL_ERROR):
             return math.nan
-        return self._score.total
+        if self._task is None:
+            return self._score.total
+        return runner.run(self._scored(self._task))
+
+    async def _scored(self, task: AdapterTask) -> float:
+        trace: Trace[Any, Any, Any] = Trace(
+            task=TraceTask(type=type(task).__name__, data=task.data), agent=AgentInfo(config=AgentConfig())
+        )
+        record(trace, self._score, self._last, self._seen, self._shared_state().extension.records)
+        try:
+            await task.score(trace)
+        except Exception as e:
+            logger.warning("%s: the episode could not be scored (%s); its reward is NaN", type(self).__name__, e)
+            return math.nan
+        return trace.reward
 
     async def _start(self, shared: _Shared, kwargs: dict[str, Any]) -> str:
         await self._end()
         self._score, self._streak, self._stop, self._reset = Score(), 0, None, True
+        self._task, self._last, self._seen = None, {}, []
         pool = await shared.started_pool()
         stack = contextlib.AsyncExitStack()
         try:
@@ -200,10 +223,12 @@ class TrlEnvironment:
         space = shared.taskset.action_space(server)
         # Tools listed per episode cannot be TRL's methods: the observations list them (`call_tool`).
         self._list_tools = space.tools_per_episode
+        task = shared.task_type(AdapterData(name="trl", prompt=None, reset=kwargs), shared.config.task)
         if space.tools_per_episode:
-            task = shared.task_type(AdapterData(name="trl", prompt=None, reset=kwargs), shared.config.task)
-            space, _ = await shared.taskset.episode_space(space, server, client, task)
-        self._space, self._view = space, shared.taskset.observation_view(server)
+            space, task = await shared.taskset.episode_space(space, server, client, task)
+        self._space, self._view, self._task = space, shared.taskset.observation_view(server), task
+        self._last = result.observation
+        observed(self._seen, shared.extension.records, RESET, result.observation, result)
         if result.done:
             await self._end(Stop.ENV_DONE)
         return await self._render(result.observation, None, RESET)
@@ -232,6 +257,8 @@ class TrlEnvironment:
             return self._failed(e)
         self._streak = 0
         self._score.add(result.reward)
+        self._last = result.observation
+        observed(self._seen, shared.extension.records, STEP, result.observation, result)
         text = await self._render(result.observation, result.reward, STEP)
         if result.done:
             await self._end(Stop.ENV_DONE)

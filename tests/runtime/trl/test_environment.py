@@ -25,7 +25,8 @@ import pytest
 
 from openenvgen_runtime.trl import EPISODE_OVER, runner
 from openenvgen_testsupport.adapters import generate_from_server, marked_processes, uv_taskset, wait_for
-from openenvgen_testsupport.fixture_envs import WordGuessEnvironment, make_wordle_app
+from openenvgen_testsupport.custom_modules import generated_package
+from openenvgen_testsupport.fixture_envs import WordGuessEnvironment, make_wordle_app, wordle_feedback
 from openenvgen_testsupport.hostile_env import make_hostile_app
 from openenvgen_testsupport.servers import serve_app
 
@@ -86,6 +87,47 @@ def test_a_wordle_episode_through_the_generated_class(wordle_pkg: str, server_st
         # The same instance plays the next rollout (TRL reuses instances across steps).
         assert "Guess the secret" in env.reset(seed=1)
         assert env.get_reward() == 0.0
+
+
+CUSTOM_REWARDS = """\
+    from collections.abc import Sequence
+
+    import verifiers.v1 as vf
+
+    from .models import WordGuessObservation
+
+
+    @vf.reward(weight=0.5)
+    def greens(observation: WordGuessObservation) -> float:
+        return observation.feedback.count("G") / 5
+
+
+    @vf.reward(weight=0.25)
+    def guesses(observations: Sequence[WordGuessObservation]) -> float:
+        return float(len(observations))
+"""
+
+
+def test_get_reward_is_the_verifiers_score_custom_rewards_included(wordle_server: str, tmp_path: Any) -> None:
+    package, _ = generated_package(wordle_server, tmp_path, CUSTOM_REWARDS, stem="trlcustom")
+    env = _trl(package).environment_class(base_url=wordle_server, resets=[{"secret": "crane"}])()
+    env.reset(seed=0)
+    _tool(env)(message="[slate]")
+    assert _tool(env)(message="[crane]").endswith(EPISODE_OVER)
+    # openenv_reward 1 + greens 0.5 x 1 (five greens at the end) + guesses 0.25 x 3 (reset and two steps)
+    assert env.get_reward() == 1.0 + 0.5 + 0.75
+    env.reset(seed=1)
+    _tool(env)(message="[slate]")
+    assert env.get_reward() == 0.5 * wordle_feedback("slate", "crane").count("G") / 5 + 0.25 * 2
+
+
+def test_a_custom_reward_that_raises_makes_the_episode_unscorable(wordle_server: str, tmp_path: Any) -> None:
+    custom = "import verifiers.v1 as vf\n\n\n@vf.reward\ndef broken() -> float:\n    raise RuntimeError('boom')\n"
+    package, _ = generated_package(wordle_server, tmp_path, custom, stem="trlbroken")
+    env = _trl(package).environment_class(base_url=wordle_server)()
+    env.reset(seed=0)
+    _tool(env)(message="[slate]")
+    assert math.isnan(env.get_reward())
 
 
 def test_bad_calls_get_the_verifiers_path_feedback_and_step_nothing(wordle_pkg: str, server_steps: list[str]) -> None:
