@@ -12,7 +12,9 @@ instance of a batch before any acts, so the pool may launch as many servers as t
 instances (`max_servers` is raised to that number; a server holds as many sessions as it
 accepts), and a `base_url` fleet that cannot hold them all fails the reset that waits past
 `unavailable_timeout`, with one line. A session is closed when its episode ends or when the
-instance is reset again; the pools stop when the process exits (`runner`).
+instance is reset again. The class's `close()` ends its open episodes and stops its pool
+(the TRL page has the script call it once `trainer.train()` ends, however it ends); what is
+still open when the process exits is closed then (`runner`).
 
 One episode is the verifiers path's (`episodes.episode`): a tool call is checked by the
 action space as a native tool call is (`ActionSpace.parse_tool_calls`: the generated
@@ -36,6 +38,7 @@ import functools
 import json
 import logging
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -106,6 +109,7 @@ class _Shared:
         self.max_servers = self.config.max_servers
         self.pool: ServerPool | None = None
         self.instances = 0
+        self.live: weakref.WeakSet[TrlEnvironment] = weakref.WeakSet()
         task_type: Any = taskset.task_type()
         self.task_type: type[AdapterTask] = task_type
         self.extension: Extension = getattr(task_type, "EXTENSION", NO_EXTENSION)
@@ -117,17 +121,26 @@ class _Shared:
         self.config.max_servers = max(self.max_servers, self.instances)
         if self.pool is None:
             pool = ServerPool(self.config, mcp=self.taskset.IS_MCP)
-            runner.on_close(pool.stop)
+            runner.on_close(self.close)
             await pool.start()
             self.pool = pool
             check_drift(pool.servers, self.taskset.SNAPSHOT, self.config.on_drift)
         return self.pool
 
+    async def close(self) -> None:
+        """End every open episode (its session closed) and stop the pool; a later reset starts anew."""
+        for env in list(self.live):
+            if env._session is not None:
+                await env._end(Stop.ENV_LOST)
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await pool.stop()
+
 
 class TrlEnvironment:
     """The base of a package's TRL environment class (`<module>.trl`): `reset`, the typed
-    tool methods the package generates, `get_reward`. No other public method: TRL offers
-    every public method as a tool."""
+    tool methods the package generates, `get_reward`; and the class method `close`. No other
+    public function: TRL offers every public function of the class as a tool."""
 
     TASKSET: ClassVar[type[AdapterTaskset]]
     """The package's taskset (set by the generated subclass)."""
@@ -136,7 +149,9 @@ class TrlEnvironment:
     _shared: ClassVar[_Shared | None] = None
 
     def __init__(self) -> None:
-        self._shared_state().instances += 1
+        shared = self._shared_state()
+        shared.instances += 1
+        shared.live.add(self)
         self._session: contextlib.AsyncExitStack | None = None
         self._client: Any = None
         self._space: ActionSpace | None = None
@@ -149,6 +164,17 @@ class TrlEnvironment:
         self._stop: str | None = None
         self._reset = False
         self._list_tools = False
+
+    @classmethod
+    def close(cls) -> None:
+        """Stop everything this class started: end its instances' open episodes (their
+        sessions closed) and stop its server pool (servers, containers, relays). Call it when
+        `trainer.train()` returns, raises or is interrupted:
+        `with contextlib.closing(environment_class()) as Env: ...`. Not a tool: TRL offers an
+        instance's functions only. A later `reset` starts a new pool."""
+        shared = cls.__dict__.get("_shared")
+        if shared is not None and shared.pool is not None:
+            runner.run(shared.close())
 
     @classmethod
     def _shared_state(cls) -> _Shared:

@@ -9,6 +9,7 @@ hostile server (a NaN reward, a hung step) and a UV launch (nothing left running
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import math
@@ -182,6 +183,25 @@ def test_making_the_class_and_instances_starts_nothing(guess_pkg: str) -> None:
     marker = f"trl-{uuid.uuid4().hex}"
     cls = _trl(guess_pkg).environment_class(**uv_taskset(marker))
     cls(), cls()
+    assert marked_processes(marker) == []
+
+
+def test_close_leaves_nothing_running_right_after_training_however_it_ends(guess_pkg: str) -> None:
+    """`with contextlib.closing(Env):` around `trainer.train()`, as the TRL page writes it:
+    interrupted (Ctrl-C) here, the class's open episode is ended and its servers are gone
+    when the block is left, in the training process; a later reset starts a new pool."""
+    marker = f"trl-{uuid.uuid4().hex}"
+    cls = _trl(guess_pkg).environment_class(**uv_taskset(marker))
+    playing, idle = cls(), cls()
+    with pytest.raises(KeyboardInterrupt), contextlib.closing(cls):
+        playing.reset(seed=0)
+        assert marked_processes(marker), "the UV server did not start"
+        raise KeyboardInterrupt
+    assert marked_processes(marker) == []
+    assert _tool(playing)() == EPISODE_OVER and math.isnan(playing.get_reward())  # its session was closed
+    assert "Observation:" in idle.reset(seed=1)
+    assert marked_processes(marker)
+    cls.close()
     assert marked_processes(marker) == []
 
 
