@@ -48,7 +48,15 @@ from verifiers.v1.trace import AgentInfo, Trace, TraceTask
 from verifiers.v1.utils.generic import concrete_type
 
 from openenvgen_runtime.config import AdapterConfig, AdapterData
-from openenvgen_runtime.episodes.episode import EnvLost, EnvProtocolError, next_turn, observed, record, step_action
+from openenvgen_runtime.episodes.episode import (
+    EnvLost,
+    EnvProtocolError,
+    episode_metrics,
+    next_turn,
+    observed,
+    record,
+    step_action,
+)
 from openenvgen_runtime.episodes.taskset import AdapterTask, AdapterTaskset
 from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
@@ -57,7 +65,7 @@ from openenvgen_runtime.hooks.typed_hooks import NO_MODELS, RESET, STEP, Observa
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.trl import runner
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction, ToolCallRequest
-from openenvgen_runtime.turn.observations import ObservationView
+from openenvgen_runtime.turn.observations import ObservationView, final_info
 from openenvgen_runtime.turn.prompts import invalid
 from openenvgen_runtime.turn.scoring import Score, Stop
 
@@ -139,8 +147,9 @@ class _Shared:
 
 class TrlEnvironment:
     """The base of a package's TRL environment class (`<module>.trl`): `reset`, the typed
-    tool methods the package generates, `get_reward`; and the class method `close`. No other
-    public function: TRL offers every public function of the class as a tool."""
+    tool methods the package generates, `get_reward`; and the class methods `close` and
+    `metrics`. No other public function: TRL offers every public function of the class as
+    a tool."""
 
     TASKSET: ClassVar[type[AdapterTaskset]]
     """The package's taskset (set by the generated subclass)."""
@@ -175,6 +184,22 @@ class TrlEnvironment:
         shared = cls.__dict__.get("_shared")
         if shared is not None and shared.pool is not None:
             runner.run(shared.close())
+
+    @classmethod
+    def metrics(cls, environments: list[Any], log_metric: Callable[[str, float], None], **_: Any) -> list[float]:
+        """A reward function that logs the env's metrics in TRL's logs and adds nothing to
+        the reward (0.0 for every rollout): `GRPOTrainer(reward_funcs=[Env.metrics], ...)`.
+        Each metric a verifiers run records for an episode (`env_steps`, `invalid_actions`,
+        the final observation's numbers) is averaged over the batch's episodes of this class
+        and logged as `<class name>/<metric>`."""
+        mine = [e._episode_metrics() for e in environments if type(e) is cls and e._reset]
+        for name in sorted({name for metrics in mine for name in metrics}):
+            values = [metrics[name] for metrics in mine if name in metrics]
+            log_metric(f"{cls.__name__}/{name}", sum(values) / len(values))
+        return [0.0] * len(environments)
+
+    def _episode_metrics(self) -> dict[str, float]:
+        return episode_metrics(final_info(self._last), self._score)
 
     @classmethod
     def _shared_state(cls) -> _Shared:

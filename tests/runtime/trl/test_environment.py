@@ -153,6 +153,11 @@ def test_bad_calls_get_the_verifiers_path_feedback_and_step_nothing(wordle_pkg: 
         assert "guess: Extra inputs are not permitted" in ended and ended.endswith(EPISODE_OVER)
         assert wordle(message="[crane]") == EPISODE_OVER
         assert server_steps == ["[slate]"] and env.get_reward() == 0.0
+        # The episode's metrics reach TRL's logs through the class's zero reward function.
+        logged: dict[str, float] = {}
+        zeros = cls.metrics(prompts=["p"], environments=[env], log_metric=logged.__setitem__)
+        assert zeros == [0.0]
+        assert logged[f"{cls.__name__}/env_steps"] == 1.0 and logged[f"{cls.__name__}/invalid_actions"] == 5.0
 
 
 def test_unknown_reset_keys_are_refused_with_one_line(wordle_pkg: str, wordle_server: str) -> None:
