@@ -4,8 +4,8 @@
 launched by the class's own pool in a sandboxed container on the machine's daemon. The tiny
 model is taught to answer "Finish." with code that prints `done` (the env's reward 1.0, which
 only a step run in the container gives) and "Print hi." with code that does not (0.0). The
-rewards TRL logs are those scores; once the runtime closes the pools (what it does at the
-process's exit), no container of this run is left.
+rewards TRL logs are those scores; once the class is closed when training ends (as the TRL
+page writes it), no container of this run is left.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ def test_grpo_trains_on_the_sandboxed_code_env(token: str, tmp_path_factory: pyt
     from datasets import Dataset
     from transformers.utils import get_json_schema
     from trl import GRPOConfig, GRPOTrainer
-
-    from openenvgen_runtime.trl import runner
 
     image = docker_images.code_env_image()
     package = generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
@@ -88,7 +86,7 @@ def test_grpo_trains_on_the_sandboxed_code_env(token: str, tmp_path_factory: pyt
         trainer.train()
         assert docker_images.ours("container", f"{docker_images.TEST_LABEL}={token}"), "no sandboxed container ran"
     finally:
-        runner.close()
+        environment_class.close()  # as the TRL page writes it (contextlib.closing)
     steps = [entry for entry in trainer.state.log_history if "tools/call_frequency" in entry]
     assert trainer.state.global_step == STEPS and len(steps) == STEPS, trainer.state.log_history
     assert all(entry["tools/failure_frequency"] == 0 for entry in steps), steps

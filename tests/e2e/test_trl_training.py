@@ -8,11 +8,14 @@ tokenizer trained here, TRL's bundled Qwen3 chat template), taught the prompt TR
 the dataset row's prompt says which word to guess, and the model answers with a call of the
 package's tool carrying that word. So TRL's own tool-call loop calls the generated method,
 the env steps (counted on the server), and the rewards TRL logs are the env's scores
-(compared, step by step, with the rewards the server gave). Nothing is left running.
+(compared, step by step, with the rewards the server gave). Nothing is left running: the
+script closes the class when training ends (`contextlib.closing`, as the TRL page writes it),
+and every session it opened is closed on the server right after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import statistics
@@ -25,7 +28,7 @@ import pytest
 from fastapi import FastAPI
 from openenv.core.env_server import create_app
 
-from openenvgen_testsupport.adapters import generate_from_server
+from openenvgen_testsupport.adapters import generate_from_server, wait_for
 from openenvgen_testsupport.fixture_envs import (
     WordGuessAction,
     WordGuessEnvironment,
@@ -60,6 +63,12 @@ class RecordingWordle(WordGuessEnvironment):
         with Served.lock:
             Served.episodes.append(self._record)
         return observation
+
+    def close(self) -> None:
+        record = getattr(self, "_record", None)
+        if record is not None:
+            record["closed"] = True  # its session ended (OpenEnv closes a session's env)
+        super().close()
 
     def step(self, action: WordGuessAction, timeout_s: float | None = None, **kwargs: Any) -> WordGuessObservation:
         observation = super().step(action, timeout_s=timeout_s, **kwargs)
@@ -138,9 +147,11 @@ def test_grpo_trains_on_the_generated_class(environment_class: type, tmp_path: P
         processing_class=tiny.tokenizer,
         args=args,
         train_dataset=dataset,
+        reward_funcs=[environment_class.metrics],  # the env's metrics in TRL's logs; adds 0 to rewards
         environment_factory=environment_class,
     )
-    trainer.train()
+    with contextlib.closing(environment_class):
+        trainer.train()
 
     episodes = Served.episodes[first_episode:]
     assert len(episodes) == STEPS * BATCH, episodes
@@ -153,7 +164,18 @@ def test_grpo_trains_on_the_generated_class(environment_class: type, tmp_path: P
         statistics.mean(sum(e["rewards"]) for e in episodes[step * BATCH : (step + 1) * BATCH]) for step in range(STEPS)
     ]
     assert logged == pytest.approx(served), (logged, served)
+    # The env's metrics reach TRL's logs: the steps each batch's episodes took, as served.
+    logged_steps = [
+        entry[f"{environment_class.__name__}/env_steps"] for entry in trainer.state.log_history if column in entry
+    ]
+    served_steps = [
+        statistics.mean(len(e["guesses"]) for e in episodes[step * BATCH : (step + 1) * BATCH]) for step in range(STEPS)
+    ]
+    assert logged_steps == pytest.approx(served_steps), (logged_steps, served_steps)
     assert 0.0 < statistics.mean(served) < 1.0, served  # both words guessed: rewards differ
+    # Nothing left: the sessions of episodes still open when training ended (a wrong guess
+    # does not end one) were closed by the class's close, and no process was started.
+    assert wait_for(lambda: all(e.get("closed") for e in episodes), timeout=10), episodes
     assert child_processes() == children_before
 
 
@@ -227,7 +249,8 @@ def test_bad_calls_end_their_episode_and_training_goes_on(
         train_dataset=dataset,
         environment_factory=environment_class,
     )
-    trainer.train()
+    with contextlib.closing(environment_class):
+        trainer.train()
 
     steps = [entry for entry in trainer.state.log_history if "tools/failure_frequency" in entry]
     assert trainer.state.global_step == STEPS and len(steps) == STEPS, trainer.state.log_history
