@@ -193,7 +193,7 @@ async def play(task: TaskT, agents: Any, pool: ServerPool, taskset: EpisodeTasks
         # The reset failed: the episode ends before the model is asked, on a trace of its own.
         async with agents.player.interaction(task) as interaction:
             interaction.trace.stop(_stop_for(error))
-            _record(interaction.trace, Score(), {}, [], records=None)
+            record(interaction.trace, Score(), {}, [], records=None)
             raise
 
 
@@ -201,10 +201,20 @@ def _stop_for(error: EnvLost | EnvProtocolError) -> str:
     return Stop.ENV_LOST if isinstance(error, EnvLost) else Stop.ENV_PROTOCOL_ERROR
 
 
-def _record(trace: Any, score: Score, last: dict[str, Any], seen: list[dict[str, Any]], records: Any) -> None:
+def observed(seen: list[dict[str, Any]], records: str, kind: str, observation: dict[str, Any], result: Any) -> None:
+    """Keep `observation` for the hooks in `seen`, as the extension's `records` asks: every
+    one (`all`), the last (`last`) or none."""
+    if records == "last":
+        seen.clear()
+    if records:
+        seen.append(entry(kind, observation, result.reward, bool(result.done)))
+
+
+def record(trace: Any, score: Score, last: dict[str, Any], seen: list[dict[str, Any]], records: Any) -> None:
     """What the episode earned and its final observation (without media) stay on the trace:
     the task's own reward and metrics are scored from them (`AdapterTask.openenv_reward`),
-    live and by `vf-replay` alike. Recorded for an episode that fails before it is scored too."""
+    live, by `vf-replay` and by a TRL environment's `get_reward` alike. Recorded for an
+    episode that fails before it is scored too."""
     trace.record_reward(REWARD_NAME, score.total)
     trace.info[SCORE_INFO] = score.info()
     trace.info["openenv"] = last_info = final_info(last)
@@ -239,8 +249,7 @@ async def _play_session(
         )
 
     last = result.observation
-    if records:
-        seen.append(entry(RESET, last, result.reward, bool(result.done)))
+    observed(seen, records, RESET, last, result)
     if env_system_prompt(last):
         task = task.with_system_prompt(system_prompt_with_env(task.data.system_prompt or "", last))
     async with agents.player.interaction(task) as interaction:
@@ -267,10 +276,7 @@ async def _play_session(
                     continue
                 streak = 0
                 last = result.observation
-                if records:
-                    if records == "last":
-                        seen.clear()
-                    seen.append(entry(STEP, last, result.reward, bool(result.done)))
+                observed(seen, records, STEP, last, result)
                 score.add(result.reward)
                 if result.done:
                     trace.stop(Stop.ENV_DONE)
@@ -283,4 +289,4 @@ async def _play_session(
             trace.stop(_stop_for(error))
             raise
         finally:
-            _record(trace, score, last, seen, records)
+            record(trace, score, last, seen, records)

@@ -12,7 +12,9 @@ instance of a batch before any acts, so the pool may launch as many servers as t
 instances (`max_servers` is raised to that number; a server holds as many sessions as it
 accepts), and a `base_url` fleet that cannot hold them all fails the reset that waits past
 `unavailable_timeout`, with one line. A session is closed when its episode ends or when the
-instance is reset again; the pools stop when the process exits (`runner`).
+instance is reset again. The class's `close()` ends its open episodes and stops its pool
+(the TRL page has the script call it once `trainer.train()` ends, however it ends); what is
+still open when the process exits is closed then (`runner`).
 
 One episode is the verifiers path's (`episodes.episode`): a tool call is checked by the
 action space as a native tool call is (`ActionSpace.parse_tool_calls`: the generated
@@ -34,16 +36,27 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import math
+import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
-from verifiers.v1 import TasksetConfig
+from verifiers.v1 import AgentConfig, TasksetConfig
+from verifiers.v1.trace import AgentInfo, Trace, TraceTask
 from verifiers.v1.utils.generic import concrete_type
 
 from openenvgen_runtime.config import AdapterConfig, AdapterData
-from openenvgen_runtime.episodes.episode import EnvLost, EnvProtocolError, next_turn, step_action
+from openenvgen_runtime.episodes.episode import (
+    EnvLost,
+    EnvProtocolError,
+    episode_metrics,
+    next_turn,
+    observed,
+    record,
+    step_action,
+)
 from openenvgen_runtime.episodes.taskset import AdapterTask, AdapterTaskset
 from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
@@ -52,11 +65,12 @@ from openenvgen_runtime.hooks.typed_hooks import NO_MODELS, RESET, STEP, Observa
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.trl import runner
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction, ToolCallRequest
-from openenvgen_runtime.turn.observations import ObservationView
+from openenvgen_runtime.turn.observations import ObservationView, final_info
 from openenvgen_runtime.turn.prompts import invalid
 from openenvgen_runtime.turn.scoring import Score, Stop
 
 EnvironmentT = TypeVar("EnvironmentT", bound="TrlEnvironment")
+logger = logging.getLogger(__name__)
 
 ANY_TOOL = "call_tool"
 """`tool(ANY_TOOL)`: an MCP env's tools known per episode only, called by name (`tool_name`, `arguments`)."""
@@ -103,6 +117,7 @@ class _Shared:
         self.max_servers = self.config.max_servers
         self.pool: ServerPool | None = None
         self.instances = 0
+        self.live: weakref.WeakSet[TrlEnvironment] = weakref.WeakSet()
         task_type: Any = taskset.task_type()
         self.task_type: type[AdapterTask] = task_type
         self.extension: Extension = getattr(task_type, "EXTENSION", NO_EXTENSION)
@@ -114,17 +129,27 @@ class _Shared:
         self.config.max_servers = max(self.max_servers, self.instances)
         if self.pool is None:
             pool = ServerPool(self.config, mcp=self.taskset.IS_MCP)
-            runner.on_close(pool.stop)
+            runner.on_close(self.close)
             await pool.start()
             self.pool = pool
             check_drift(pool.servers, self.taskset.SNAPSHOT, self.config.on_drift)
         return self.pool
 
+    async def close(self) -> None:
+        """End every open episode (its session closed) and stop the pool; a later reset starts anew."""
+        for env in list(self.live):
+            if env._session is not None:
+                await env._end(Stop.ENV_LOST)
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            await pool.stop()
+
 
 class TrlEnvironment:
     """The base of a package's TRL environment class (`<module>.trl`): `reset`, the typed
-    tool methods the package generates, `get_reward`. No other public method: TRL offers
-    every public method as a tool."""
+    tool methods the package generates, `get_reward`; and the class methods `close` and
+    `metrics`. No other public function: TRL offers every public function of the class as
+    a tool."""
 
     TASKSET: ClassVar[type[AdapterTaskset]]
     """The package's taskset (set by the generated subclass)."""
@@ -133,16 +158,48 @@ class TrlEnvironment:
     _shared: ClassVar[_Shared | None] = None
 
     def __init__(self) -> None:
-        self._shared_state().instances += 1
+        shared = self._shared_state()
+        shared.instances += 1
+        shared.live.add(self)
         self._session: contextlib.AsyncExitStack | None = None
         self._client: Any = None
         self._space: ActionSpace | None = None
         self._view: ObservationView | None = None
         self._score = Score()
+        self._task: AdapterTask | None = None
+        self._last: dict[str, Any] = {}
+        self._seen: list[dict[str, Any]] = []
         self._streak = 0
         self._stop: str | None = None
         self._reset = False
         self._list_tools = False
+
+    @classmethod
+    def close(cls) -> None:
+        """Stop everything this class started: end its instances' open episodes (their
+        sessions closed) and stop its server pool (servers, containers, relays). Call it when
+        `trainer.train()` returns, raises or is interrupted:
+        `with contextlib.closing(environment_class()) as Env: ...`. Not a tool: TRL offers an
+        instance's functions only. A later `reset` starts a new pool."""
+        shared = cls.__dict__.get("_shared")
+        if shared is not None and shared.pool is not None:
+            runner.run(shared.close())
+
+    @classmethod
+    def metrics(cls, environments: list[Any], log_metric: Callable[[str, float], None], **_: Any) -> list[float]:
+        """A reward function that logs the env's metrics in TRL's logs and adds nothing to
+        the reward (0.0 for every rollout): `GRPOTrainer(reward_funcs=[Env.metrics], ...)`.
+        Each metric a verifiers run records for an episode (`env_steps`, `invalid_actions`,
+        the final observation's numbers) is averaged over the batch's episodes of this class
+        and logged as `<class name>/<metric>`."""
+        mine = [e._episode_metrics() for e in environments if type(e) is cls and e._reset]
+        for name in sorted({name for metrics in mine for name in metrics}):
+            values = [metrics[name] for metrics in mine if name in metrics]
+            log_metric(f"{cls.__name__}/{name}", sum(values) / len(values))
+        return [0.0] * len(environments)
+
+    def _episode_metrics(self) -> dict[str, float]:
+        return episode_metrics(final_info(self._last), self._score)
 
     @classmethod
     def _shared_state(cls) -> _Shared:
@@ -170,15 +227,32 @@ class TrlEnvironment:
         return runner.run(self._start(shared, kwargs))
 
     def get_reward(self) -> float:
-        """The episode's score as the runtime scores it (the env's per-step rewards, summed);
-        NaN for an episode the env failed (unscorable for TRL)."""
+        """The episode's score as the runtime scores it for verifiers: the task's rewards
+        (the env's per-step rewards, summed, and `custom.py`'s `@vf.reward` functions),
+        weighted and summed, from the episode recorded as on a verifiers trace. NaN for an
+        episode the env failed or whose scoring failed (unscorable for TRL), with a warning."""
         if self._stop in (Stop.ENV_LOST, Stop.ENV_PROTOCOL_ERROR):
             return math.nan
-        return self._score.total
+        if self._task is None:
+            return self._score.total
+        return runner.run(self._scored(self._task))
+
+    async def _scored(self, task: AdapterTask) -> float:
+        trace: Trace[Any, Any, Any] = Trace(
+            task=TraceTask(type=type(task).__name__, data=task.data), agent=AgentInfo(config=AgentConfig())
+        )
+        record(trace, self._score, self._last, self._seen, self._shared_state().extension.records)
+        try:
+            await task.score(trace)
+        except Exception as e:
+            logger.warning("%s: the episode could not be scored (%s); its reward is NaN", type(self).__name__, e)
+            return math.nan
+        return trace.reward
 
     async def _start(self, shared: _Shared, kwargs: dict[str, Any]) -> str:
         await self._end()
         self._score, self._streak, self._stop, self._reset = Score(), 0, None, True
+        self._task, self._last, self._seen = None, {}, []
         pool = await shared.started_pool()
         stack = contextlib.AsyncExitStack()
         try:
@@ -200,10 +274,12 @@ class TrlEnvironment:
         space = shared.taskset.action_space(server)
         # Tools listed per episode cannot be TRL's methods: the observations list them (`call_tool`).
         self._list_tools = space.tools_per_episode
+        task = shared.task_type(AdapterData(name="trl", prompt=None, reset=kwargs), shared.config.task)
         if space.tools_per_episode:
-            task = shared.task_type(AdapterData(name="trl", prompt=None, reset=kwargs), shared.config.task)
-            space, _ = await shared.taskset.episode_space(space, server, client, task)
-        self._space, self._view = space, shared.taskset.observation_view(server)
+            space, task = await shared.taskset.episode_space(space, server, client, task)
+        self._space, self._view, self._task = space, shared.taskset.observation_view(server), task
+        self._last = result.observation
+        observed(self._seen, shared.extension.records, RESET, result.observation, result)
         if result.done:
             await self._end(Stop.ENV_DONE)
         return await self._render(result.observation, None, RESET)
@@ -232,6 +308,8 @@ class TrlEnvironment:
             return self._failed(e)
         self._streak = 0
         self._score.add(result.reward)
+        self._last = result.observation
+        observed(self._seen, shared.extension.records, STEP, result.observation, result)
         text = await self._render(result.observation, result.reward, STEP)
         if result.done:
             await self._end(Stop.ENV_DONE)

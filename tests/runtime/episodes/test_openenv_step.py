@@ -1,4 +1,4 @@
-"""Every step goes through OpenEnv's public client (`episode._step` is `client.step`): the
+"""Every step goes through OpenEnv's public client (`episode.step_action` is `client.step`): the
 result, a refused action and a late reply come out as the runtime reads them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from openenvgen_runtime.episodes.episode import EnvLost, _step
+from openenvgen_runtime.episodes.episode import EnvLost, step_action
 from openenvgen_runtime.launching.openenv_import import openenv_module
 from openenvgen_runtime.turn.actions import InvalidAction
 from openenvgen_testsupport.servers import serve_app
@@ -35,10 +35,10 @@ def test_a_step_is_the_clients_step(wordle_server: str) -> None:
             for client in (ours, theirs):
                 await client.reset(max_guesses=10)
             for action in ({"message": "[slate]"}, {"message": "[crane]"}):
-                a, b = await _outcome(_step(ours, action)), await _outcome(theirs.step(action))
+                a, b = await _outcome(step_action(ours, action)), await _outcome(theirs.step(action))
                 assert a == b and a[0] != "RuntimeError", (a, b)
             with pytest.raises(InvalidAction, match="VALIDATION_ERROR") as refused:
-                await _step(ours, {"guess": "x"})
+                await step_action(ours, {"guess": "x"})
             assert not str(refused.value).startswith("Server error")
         finally:
             await ours.close()
@@ -90,10 +90,10 @@ def test_a_late_reply_loses_the_session_under_the_clients_timeout() -> None:
         try:
             await client.reset()
             naps = (0.0, 0.6, 0.6)
-            done = [await _outcome(_step(client, {"seconds": seconds})) for seconds in naps]
+            done = [await _outcome(step_action(client, {"seconds": seconds})) for seconds in naps]
             assert done == [({"slept": seconds, "metadata": {}}, None, False) for seconds in naps]
             with pytest.raises(EnvLost, match="TimeoutError"):
-                await _step(client, {"seconds": 2.0})
+                await step_action(client, {"seconds": 2.0})
         finally:
             await client.close()
 

@@ -9,6 +9,7 @@ hostile server (a NaN reward, a hung step) and a UV launch (nothing left running
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import math
@@ -25,7 +26,8 @@ import pytest
 
 from openenvgen_runtime.trl import EPISODE_OVER, runner
 from openenvgen_testsupport.adapters import generate_from_server, marked_processes, uv_taskset, wait_for
-from openenvgen_testsupport.fixture_envs import WordGuessEnvironment, make_wordle_app
+from openenvgen_testsupport.custom_modules import generated_package
+from openenvgen_testsupport.fixture_envs import WordGuessEnvironment, make_wordle_app, wordle_feedback
 from openenvgen_testsupport.hostile_env import make_hostile_app
 from openenvgen_testsupport.servers import serve_app
 
@@ -88,6 +90,47 @@ def test_a_wordle_episode_through_the_generated_class(wordle_pkg: str, server_st
         assert env.get_reward() == 0.0
 
 
+CUSTOM_REWARDS = """\
+    from collections.abc import Sequence
+
+    import verifiers.v1 as vf
+
+    from .models import WordGuessObservation
+
+
+    @vf.reward(weight=0.5)
+    def greens(observation: WordGuessObservation) -> float:
+        return observation.feedback.count("G") / 5
+
+
+    @vf.reward(weight=0.25)
+    def guesses(observations: Sequence[WordGuessObservation]) -> float:
+        return float(len(observations))
+"""
+
+
+def test_get_reward_is_the_verifiers_score_custom_rewards_included(wordle_server: str, tmp_path: Any) -> None:
+    package, _ = generated_package(wordle_server, tmp_path, CUSTOM_REWARDS, stem="trlcustom")
+    env = _trl(package).environment_class(base_url=wordle_server, resets=[{"secret": "crane"}])()
+    env.reset(seed=0)
+    _tool(env)(message="[slate]")
+    assert _tool(env)(message="[crane]").endswith(EPISODE_OVER)
+    # openenv_reward 1 + greens 0.5 x 1 (five greens at the end) + guesses 0.25 x 3 (reset and two steps)
+    assert env.get_reward() == 1.0 + 0.5 + 0.75
+    env.reset(seed=1)
+    _tool(env)(message="[slate]")
+    assert env.get_reward() == 0.5 * wordle_feedback("slate", "crane").count("G") / 5 + 0.25 * 2
+
+
+def test_a_custom_reward_that_raises_makes_the_episode_unscorable(wordle_server: str, tmp_path: Any) -> None:
+    custom = "import verifiers.v1 as vf\n\n\n@vf.reward\ndef broken() -> float:\n    raise RuntimeError('boom')\n"
+    package, _ = generated_package(wordle_server, tmp_path, custom, stem="trlbroken")
+    env = _trl(package).environment_class(base_url=wordle_server)()
+    env.reset(seed=0)
+    _tool(env)(message="[slate]")
+    assert math.isnan(env.get_reward())
+
+
 def test_bad_calls_get_the_verifiers_path_feedback_and_step_nothing(wordle_pkg: str, server_steps: list[str]) -> None:
     with serve_app(make_wordle_app(), ready_path="/health") as url:
         cls = _trl(wordle_pkg).environment_class(base_url=str(url), max_invalid_actions=2)
@@ -110,6 +153,11 @@ def test_bad_calls_get_the_verifiers_path_feedback_and_step_nothing(wordle_pkg: 
         assert "guess: Extra inputs are not permitted" in ended and ended.endswith(EPISODE_OVER)
         assert wordle(message="[crane]") == EPISODE_OVER
         assert server_steps == ["[slate]"] and env.get_reward() == 0.0
+        # The episode's metrics reach TRL's logs through the class's zero reward function.
+        logged: dict[str, float] = {}
+        zeros = cls.metrics(prompts=["p"], environments=[env], log_metric=logged.__setitem__)
+        assert zeros == [0.0]
+        assert logged[f"{cls.__name__}/env_steps"] == 1.0 and logged[f"{cls.__name__}/invalid_actions"] == 5.0
 
 
 def test_unknown_reset_keys_are_refused_with_one_line(wordle_pkg: str, wordle_server: str) -> None:
@@ -140,6 +188,25 @@ def test_making_the_class_and_instances_starts_nothing(guess_pkg: str) -> None:
     marker = f"trl-{uuid.uuid4().hex}"
     cls = _trl(guess_pkg).environment_class(**uv_taskset(marker))
     cls(), cls()
+    assert marked_processes(marker) == []
+
+
+def test_close_leaves_nothing_running_right_after_training_however_it_ends(guess_pkg: str) -> None:
+    """`with contextlib.closing(Env):` around `trainer.train()`, as the TRL page writes it:
+    interrupted (Ctrl-C) here, the class's open episode is ended and its servers are gone
+    when the block is left, in the training process; a later reset starts a new pool."""
+    marker = f"trl-{uuid.uuid4().hex}"
+    cls = _trl(guess_pkg).environment_class(**uv_taskset(marker))
+    playing, idle = cls(), cls()
+    with pytest.raises(KeyboardInterrupt), contextlib.closing(cls):
+        playing.reset(seed=0)
+        assert marked_processes(marker), "the UV server did not start"
+        raise KeyboardInterrupt
+    assert marked_processes(marker) == []
+    assert _tool(playing)() == EPISODE_OVER and math.isnan(playing.get_reward())  # its session was closed
+    assert "Observation:" in idle.reset(seed=1)
+    assert marked_processes(marker)
+    cls.close()
     assert marked_processes(marker) == []
 
 
