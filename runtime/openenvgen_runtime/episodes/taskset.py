@@ -24,7 +24,7 @@ from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.hooks.extensions import NO_EXTENSION, Extension, load_extension
 from openenvgen_runtime.hooks.typed_hooks import NO_MODELS, ObservationModels
-from openenvgen_runtime.launching import launch, process_hooks
+from openenvgen_runtime.launching import launch, open_files, process_hooks
 from openenvgen_runtime.launching.servers import Server
 from openenvgen_runtime.turn.actions import ActionSpace
 from openenvgen_runtime.turn.mcp_tools import ToolListError, argument_model, session_tools
@@ -351,6 +351,7 @@ class AdapterEnv(vf.SingleAgentEnv, vf.Env[AdapterEnvConfig]):
         taskset = self.adapter_taskset
         if taskset.config.action_format == "tools":
             require_in_process_seat(self.config.player.harness)
+        open_files.require_for(taskset.config)
         pool = self._ensure_pool()
         await pool.start()
         check_drift(pool.servers, taskset.SNAPSHOT, taskset.config.on_drift)
