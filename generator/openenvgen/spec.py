@@ -68,6 +68,9 @@ class EnvDefaults(Frozen):
     """One or two sentences for the system prompt on how to phrase an action."""
     example_action: dict[str, Any] | None = None
     """A valid action shown in the package README."""
+    shown_metadata: tuple[str, ...] = ()
+    """Keys of an observation's `metadata` the model reads (an env that puts the question,
+    or whose turn it is, there); the rest of `metadata` stays hidden from the model."""
     seed_verdict: str | None = None
     """Whether the env honours `seed`, as `openenv-gen capture` measured it: reproducible,
     deterministic, not_reproducible or unmeasured (see openenvgen/capture/seed_check.py); None: never measured."""

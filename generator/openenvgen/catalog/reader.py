@@ -94,6 +94,7 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
         resets=tuple(entry.get("resets", [{}])),
         action_hint=entry.get("action_hint", ""),
         example_action=entry.get("example_action"),
+        shown_metadata=tuple(entry.get("shown_metadata", ())),
         seed_verdict=seed.get("verdict"),
         seed_evidence=seed.get("summary", ""),
         unlisted_tools=tuple(ToolSpec.model_validate(t) for t in entry.get("unlisted_tools", ())),
