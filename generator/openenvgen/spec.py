@@ -153,12 +153,13 @@ class EnvSpec(Frozen):
 
     def snapshot(self) -> dict[str, Any]:
         # A server without `reset_observation` leaves no key, and a default of the later
-        # `defaults` (no unlisted tools, no code run, no variables) none either, so such
-        # snapshots stay as they were.
+        # `defaults` (no unlisted tools, no code run, no variables, no metadata shown) none
+        # either, so such snapshots stay as they were.
         exclude: dict[str, Any] = {}
         if self.reset_observation_schema is None:
             exclude["reset_observation_schema"] = True
-        unset = {key for key in ("unlisted_tools", "executes_code", "server_env") if not getattr(self.defaults, key)}
+        later = ("unlisted_tools", "executes_code", "server_env", "shown_metadata")
+        unset = {key for key in later if not getattr(self.defaults, key)}
         if unset:
             exclude["defaults"] = dict.fromkeys(sorted(unset), True)
         return self.model_dump(mode="json", exclude=exclude)
