@@ -20,9 +20,10 @@ import pytest
 
 from openenvgen_runtime.launching import open_files
 from openenvgen_testsupport.adapters import marked_processes, uv_taskset
+from openenvgen_testsupport.paths import UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 from openenvgen_testsupport.rollout import VF_EVAL, write_eval_config
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
-from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.servers import serve_app, serve_app_subprocess
 
 HARD = 4096
 
@@ -101,11 +102,13 @@ def test_a_run_the_hard_limit_cannot_hold_fails_before_any_episode_in_one_line(g
 
 
 def test_a_run_the_hard_limit_holds_raises_the_soft_limit_and_plays(guess_pkg: str, tmp_path: Path) -> None:
-    marker = uuid.uuid4().hex
     model = ScriptedChatModel(Script(['{"guess": 7}']))
-    with serve_app(model) as model_url:
+    with (
+        serve_app(model) as model_url,
+        serve_app_subprocess(UV_FIXTURE_APP, cwd=UV_FIXTURE_PROJECT, ready_path="/health") as env_url,
+    ):
         # 512 in flight need more than the soft 256, and fewer than the hard 4,096.
-        run = _vf_eval(guess_pkg, tmp_path, str(model_url), uv_taskset(marker, max_in_flight=512), (256, HARD))
+        taskset = {"base_url": str(env_url), "max_in_flight": 512}
+        run = _vf_eval(guess_pkg, tmp_path, str(model_url), taskset, (256, HARD))
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(model.requests) >= 1
-    assert marked_processes(marker) == []
