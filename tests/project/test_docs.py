@@ -108,6 +108,10 @@ def test_the_exit_codes_page_has_every_error_class_and_code() -> None:
     for cls in reference.error_classes():
         row = next(line for line in page.splitlines() if line.startswith(f"| {cls.exit_code} |"))
         assert f"`{cls.__name__}`" in row
+    # The codes `play` and `doctor` pass on from the runtime are the runtime's own constants.
+    from openenvgen_runtime.launching import errors as runtime
+
+    assert set(reference.RUNTIME_OUTCOMES) == {runtime.USAGE_EXIT, runtime.UNAVAILABLE_EXIT, runtime.SOFTWARE_EXIT}
 
 
 def test_the_catalog_page_has_every_catalog_env() -> None:

@@ -12,6 +12,6 @@ openenvgen_servers; never capture, generation, lifecycle or the CLI.
 Layers: reader < listing
 """
 
-from openenvgen.catalog.reader import CatalogEntry, entries, lookup, seeding, unavailable
+from openenvgen.catalog.reader import CatalogEntry, entries, find, lookup, seeding, unavailable
 
-__all__ = ["CatalogEntry", "entries", "lookup", "seeding", "unavailable"]
+__all__ = ["CatalogEntry", "entries", "find", "lookup", "seeding", "unavailable"]

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from openenvgen.cli.base import console
 from openenvgen.cli.packages import located
 from openenvgen.errors import OutputError, SourceError, UsageError
 from openenvgen_schemas.doctor_thresholds import Thresholds
@@ -97,8 +98,6 @@ def doctor(
             raise SourceError(f"doctor: {package} could not be measured (the runtime's doctor exited {code})")
         # The renderer (the report's models, Jinja, the plots) only once there is a report:
         # importing it with the command tree would slow every other command.
-        from rich.console import Console
-
         from openenvgen.doctor.report import exit_status, load_report, render_html, report_json, terminal_summary
 
         report = load_report(out.read_bytes())
@@ -107,7 +106,7 @@ def doctor(
     if as_json:
         sys.stdout.write(report_json(report))
     else:
-        Console(highlight=False).print(terminal_summary(report))
+        console().print(terminal_summary(report))
     raise typer.Exit(exit_status(report))
 
 

@@ -49,7 +49,9 @@ def resolve_spec(
     `executes_code` marks an env that runs model-written code (a catalog entry may say so itself)."""
     if base_url and schema_file:
         raise UsageError("pass --base-url or --schema-file, not both")
-    entry = catalog.entries().get(name)
+    entry = None if base_url or schema_file else catalog.find(name)
+    if entry is not None:
+        name = entry.name  # `Wordle` is the catalog's `wordle`
     if base_url:
         interface = sources.from_server(base_url, timeout=timeout)
     elif schema_file:
