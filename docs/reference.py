@@ -25,7 +25,7 @@ from typing import Any
 
 
 def cli_command() -> Any:
-    """The click command tree typer builds from `openenvgen.cli.tree`."""
+    """The click command tree typer builds from `openenvgen.cli.main`'s app."""
     import typer.main
 
     from openenvgen.cli import app

@@ -1,6 +1,6 @@
 """openenv-gen: turn an OpenEnv environment into a typed verifiers (V1) adapter package.
 
-Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle, doctor < cli
+Layers: errors < schema_checks < spec < sources < catalog < capture, generation < lifecycle, reporting < cli
 (each subpackage or top-level module imports only from the layers left of its own)
 
 - `errors`: the failures the CLI reports, each with its exit code;
@@ -11,9 +11,9 @@ Layers: errors < schema_checks < spec < sources < catalog < capture, generation 
 - `capture`: upstream envs' servers recorded, and the catalog's data rewritten from the records;
 - `generation`: spec → models → files → an atomic write with a lock, and reading a package back;
 - `lifecycle`: `check`, `check --upstream`, `regen` and `publish` of existing packages;
-- `doctor`: `doctor`'s report (a versioned JSON document) and its terminal, JSON and HTML forms;
+- `reporting`: `doctor`'s report (a versioned JSON document) rendered: terminal, JSON and HTML;
 - `cli`: the `openenv-gen` command tree, a thin typer layer over the rest (one module per
-  subcommand, one app built from them), and its entry point.
+  subcommand, registered on one app), and its entry point.
 
 Flow, one direction only: a schema source (embedded catalog, live server or schema file)
 → one frozen `EnvSpec` → codegen + render (pure: spec in, `{path: text}` out) → atomic

@@ -4,7 +4,7 @@ Above `openenvgen_schemas` and `openenvgen_servers` (the packages of ours it imp
 the generator, `openenvgen`), verifiers and OpenEnv.
 
 Layers (each module imports only modules of layers left of its own): config, mcp_models, turn,
-access < launching < fleet, hooks < episodes < client < doctor, extensions, play
+access < launching < fleet, hooks < episodes < client < doctor
 
 One subpackage per concern: `turn` (what the model reads of an observation, what its reply
 becomes, what a step earns), `launching` (OpenEnv's providers and the servers they start),
@@ -13,8 +13,8 @@ models, the drift guard), `episodes` (the taskset verifiers drives and the episo
 `client` (a typed `Connection`, the interactive player), `access` (what a run presents to
 servers beyond loopback: a Swarm launch's secret, a fleet's headers and TLS trust) and
 `doctor` (whether an env is fit to train on: `python -m openenvgen_runtime.doctor`). `config` is every option;
-`mcp_models` the MCP models packages import; `extensions` and `play` are the public faces of
-`hooks.extensions` and `client.play`.
+`mcp_models` the MCP models packages import. `openenvgen_runtime.extensions`, what a package's
+`custom.py` is written against, is `hooks.extensions` (named so below).
 
 Nothing of OpenEnv is imported up front: `launching.openenv_import.openenv_module` imports it
 (without its web UI) when a pool starts, and a launch mode's provider module (`uv_provider`,
@@ -28,10 +28,13 @@ turn by turn by the runtime acting as the user (see `episodes.episode`). Rewards
 per-step rewards, summed.
 """
 
+import sys
+
 from openenvgen_runtime.client.client import Connection
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig, default_resets
 from openenvgen_runtime.episodes.seat import InProcessHarness, InProcessHarnessConfig
 from openenvgen_runtime.episodes.taskset import AdapterEnv, AdapterTask, AdapterTaskset, Taskset, ToolArguments
+from openenvgen_runtime.hooks import extensions
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction
 from openenvgen_runtime.turn.replies import EnvLost, EnvProtocolError
 from openenvgen_runtime.turn.scoring import REWARD_NAME, Stop
@@ -56,3 +59,6 @@ __all__ = [
     "Taskset",
     "ToolArguments",
 ]
+
+# The documented import path of a package's hooks (`from openenvgen_runtime.extensions import ...`).
+sys.modules[f"{__name__}.extensions"] = extensions

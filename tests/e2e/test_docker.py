@@ -12,7 +12,6 @@ import logging
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +30,14 @@ from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 # The first run on a machine builds the env image (minutes); later runs find it cached.
-pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(1800)]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.rollout,
+    pytest.mark.timeout(1800),
+    pytest.mark.usefixtures("host_left_as_found"),
+]
 RUN = uuid.uuid4().hex
 """This module's run label value, on everything it starts (next to each test's own token)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def host_left_as_found() -> Iterator[None]:
-    # No daemon: tests/conftest.py has skipped (or, under OPENENVGEN_REQUIRE_DOCKER=1, failed) already.
-    with docker_images.host_left_as_found(RUN):
-        yield
-
-
-@pytest.fixture(scope="module")
-def image(host_left_as_found: None) -> str:
-    return docker_images.env_image()
 
 
 def containers(token: str, *, running_only: bool = False) -> list[str]:

@@ -28,7 +28,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,19 @@ from openenvgen_runtime.launching.docker_cli import OWNER_LABEL
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome, wait_for
+from openenvgen_testsupport.adapters import load_env, model_context, outcome, wait_for
 from openenvgen_testsupport.host_listeners import Listener, bridge_address, connect_probe
 from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 from openenvgen_testsupport.skips import REQUIRE_DOCKER, skip_loudly
 
-pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.rollout,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("host_left_as_found"),
+]
 RUN = uuid.uuid4().hex
 SECRET_NAME = "SOME_TRAINER_SECRET"
 SECRET = f"trainer-secret-{uuid.uuid4().hex}"
@@ -63,23 +67,6 @@ PLAIN = "print('plain', 'done')"
 LATER = "print('later', 'done')"
 CODE_MARKS = {"probe": "print('probe'", "fork": "os.fork()", "memory": "bytearray(", "plain": "print('plain'"}
 """How each episode's trace is told apart: its first code (later replies are PLAIN)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def host_left_as_found() -> Iterator[None]:
-    with docker_images.host_left_as_found(RUN):
-        yield
-
-
-@pytest.fixture(scope="module")
-def image(host_left_as_found: None) -> str:
-    return docker_images.code_env_image()
-
-
-@pytest.fixture(scope="module")
-def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The code env's package, generated with `--executes-code` (sandboxed by default)."""
-    return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
 
 
 def probe_code(host_file: str, listeners: list[Listener]) -> str:
@@ -219,15 +206,15 @@ def attack(code_pkg: str, image: str, token: str, runtime: str, caplog: pytest.L
 
 
 def test_model_code_stays_in_the_runc_sandbox(
-    code_pkg: str, image: str, token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    code_pkg: str, code_image: str, token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv(SECRET_NAME, SECRET)
-    attack(code_pkg, image, token, "runc", caplog)
+    attack(code_pkg, code_image, token, "runc", caplog)
 
 
 def test_model_code_stays_in_the_gvisor_sandbox(
     code_pkg: str,
-    image: str,
+    code_image: str,
     token: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -243,7 +230,7 @@ def test_model_code_stays_in_the_gvisor_sandbox(
             reason = f"it needs a throwaway Docker daemon with gVisor: {e} (Debian: apt-get install runsc)"
             skip_loudly(request.config, "the gVisor sandbox test", reason, required_by=REQUIRE_DOCKER)
         stack.callback(monkeypatch.delenv, "DOCKER_HOST", raising=False)  # before the daemon stops
-        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        save = subprocess.Popen(["docker", "save", code_image], stdout=subprocess.PIPE)
         loaded = subprocess.run(
             ["docker", "load"], stdin=save.stdout, env={**os.environ, "DOCKER_HOST": host}, capture_output=True
         )
@@ -251,10 +238,10 @@ def test_model_code_stays_in_the_gvisor_sandbox(
         assert loaded.returncode == 0, loaded.stderr
         monkeypatch.setenv("DOCKER_HOST", host)
         monkeypatch.setenv(SECRET_NAME, SECRET)
-        attack(code_pkg, image, token, "runsc", caplog)
+        attack(code_pkg, code_image, token, "runsc", caplog)
 
 
-def test_a_launch_stopped_while_its_container_starts_leaves_nothing(image: str, token: str) -> None:
+def test_a_launch_stopped_while_its_container_starts_leaves_nothing(code_image: str, token: str) -> None:
     """`stop()` while the launch runs (the pool closing, a replacement cancelled), at several
     moments of it: a launch that had not finished fails with one line, and whatever the
     moment, no container, relay thread or socket folder is left afterwards."""
@@ -266,7 +253,7 @@ def test_a_launch_stopped_while_its_container_starts_leaves_nothing(image: str, 
     dirs_before = sandbox_dirs()
     results = []
     for delay in (0.0, 0.1, 0.2, 0.4, 0.8, 1.6):
-        provider = docker_provider.provider_for(image, {}, labels=labels, timeout=60, sandbox=sandbox)
+        provider = docker_provider.provider_for(code_image, {}, labels=labels, timeout=60, sandbox=sandbox)
         result: dict[str, Any] = {}
 
         def launch(provider: Any = provider, result: dict[str, Any] = result) -> None:
@@ -290,7 +277,7 @@ def test_a_launch_stopped_while_its_container_starts_leaves_nothing(image: str, 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_a_killed_run_leaves_no_container_and_no_socket_folder(
-    code_pkg: str, image: str, token: str, tmp_path: Path, sig: signal.Signals
+    code_pkg: str, code_image: str, token: str, tmp_path: Path, sig: signal.Signals
 ) -> None:
     """A real `vf-eval` is killed while its sandboxed episode waits on the model: its
     reaper removes the container and the run's socket folder (named by its owner label)."""
@@ -301,7 +288,9 @@ def test_a_killed_run_leaves_no_container_and_no_socket_folder(
 
     model = ScriptedChatModel(slow)
     with serve_app(model) as model_url:
-        proc = start_eval(code_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=sandbox_taskset(image, token))
+        proc = start_eval(
+            code_pkg, model_url=str(model_url), out_dir=tmp_path, taskset=sandbox_taskset(code_image, token)
+        )
         try:
             assert wait_for(lambda: len(model.requests) >= 1, 240), (tmp_path / "vf-eval.log").read_text()[-2000:]
             (container,) = containers(token)
@@ -319,11 +308,11 @@ def test_a_killed_run_leaves_no_container_and_no_socket_folder(
     assert wait_for(lambda: folders.owned(owner) == [], 30), folders.owned(owner)
 
 
-def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, image: str, token: str) -> None:
+def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, code_image: str, token: str) -> None:
     """runsc asked of a daemon without it; a sandbox asked of the UV launch; an image with no
     python for the shim: each one line, nothing left."""
     cases = [
-        (sandbox_taskset(image, token, container_runtime="runsc"), "container_runtime = runsc: "),
+        (sandbox_taskset(code_image, token, container_runtime="runsc"), "container_runtime = runsc: "),
         ({"env": "test/code-env", "sandbox": True, "allow_host_execution": True}, "sandbox = true needs a container"),
     ]
     empty = docker_images.docker(
@@ -348,7 +337,7 @@ def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, i
     finally:
         docker_images.docker("rmi", "-f", no_python, check=False)
     with pytest.raises(ValueError, match="sandbox_memory"):
-        load_env(code_pkg, sandbox_taskset(image, token, sandbox_memory="lots"))
+        load_env(code_pkg, sandbox_taskset(code_image, token, sandbox_memory="lots"))
 
 
 def test_the_sandbox_settings_come_from_the_command_line(code_pkg: str) -> None:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +32,13 @@ from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
-pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.swarm,
+    pytest.mark.rollout,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("host_left_as_found", "swarm"),
+]
 RUN = uuid.uuid4().hex
-
-
-@pytest.fixture(scope="module", autouse=True)
-def host_left_as_found() -> Iterator[None]:
-    with docker_images.host_left_as_found(RUN):
-        yield
-
-
-@pytest.fixture(scope="module")
-def image(host_left_as_found: None) -> Iterator[str]:
-    with docker_images.single_node_swarm():
-        yield docker_images.env_image()
 
 
 class KnownSecret:

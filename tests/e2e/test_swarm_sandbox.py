@@ -27,7 +27,6 @@ import logging
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +39,17 @@ from openenvgen_runtime.launching.docker_cli import service_tasks
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_testsupport import docker_images
-from openenvgen_testsupport.adapters import generate_code_env_package, load_env, model_context, outcome
+from openenvgen_testsupport.adapters import load_env, model_context, outcome
 from openenvgen_testsupport.host_listeners import Listener, connect_probe, host_addresses
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
 from openenvgen_testsupport.servers import serve_app
 
-pytestmark = [pytest.mark.swarm, pytest.mark.rollout, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.swarm,
+    pytest.mark.rollout,
+    pytest.mark.timeout(600),
+    pytest.mark.usefixtures("host_left_as_found", "swarm"),
+]
 RUN = uuid.uuid4().hex
 SECRET_NAME = "SOME_TRAINER_SECRET"
 SECRET = f"trainer-secret-{uuid.uuid4().hex}"
@@ -106,24 +110,6 @@ MEMORY = "\n".join(
     ]
 )
 PLAIN = "print('plain', 'done')"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def host_left_as_found() -> Iterator[None]:
-    with docker_images.host_left_as_found(RUN):
-        yield
-
-
-@pytest.fixture(scope="module")
-def image(host_left_as_found: None) -> Iterator[str]:
-    with docker_images.single_node_swarm():
-        yield docker_images.code_env_image()
-
-
-@pytest.fixture(scope="module")
-def code_pkg(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The code env's package, generated with `--executes-code` (sandboxed by default)."""
-    return generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
 
 
 class Codes:
@@ -218,7 +204,7 @@ def reported(episode: Any, word: str) -> str:
 
 
 def test_model_code_on_swarm_stays_in_the_sandbox(
-    image: str,
+    code_image: str,
     code_pkg: str,
     token: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -226,7 +212,7 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
 ) -> None:
     caplog.set_level(logging.INFO)
     monkeypatch.setenv(SECRET_NAME, SECRET)
-    taskset = swarm_taskset(image, token, sandbox_pids=PIDS, sandbox_memory="512m", sandbox_cpus=0.5)
+    taskset = swarm_taskset(code_image, token, sandbox_pids=PIDS, sandbox_memory="512m", sandbox_cpus=0.5)
     listeners = [Listener(address) for address in host_addresses()]
     model = ScriptedChatModel(Codes([probe_code(listeners), PLAIN, FORKS, MEMORY, PLAIN]))
     with serve_app(model) as model_url:
@@ -294,9 +280,11 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     assert docker_images.labelled(token) == []
 
 
-def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: str, image: str, token: str) -> None:
+def test_an_overlay_network_for_replicas_without_network_is_one_line(
+    code_pkg: str, code_image: str, token: str
+) -> None:
     network = f"openenvgen-test-{token}"
-    taskset = swarm_taskset(image, token, {"overlay_network": network})
+    taskset = swarm_taskset(code_image, token, {"overlay_network": network})
     env = load_env(code_pkg, taskset)
 
     async def main() -> None:
@@ -314,13 +302,13 @@ def test_an_overlay_network_for_replicas_without_network_is_one_line(code_pkg: s
 
 
 def test_a_replica_swarm_replaces_is_reached_through_a_new_relay(
-    image: str, code_pkg: str, token: str, caplog: pytest.LogCaptureFixture
+    code_image: str, code_pkg: str, token: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The model's code kills its env server: that episode is lost, the replica's container
     exits, Swarm starts another (a new task, a new address on the internal network), and
     the next episode plays on it through a relay of its own."""
     caplog.set_level(logging.INFO)
-    taskset = swarm_taskset(image, token)
+    taskset = swarm_taskset(code_image, token)
     kill_server = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"
     model = ScriptedChatModel(Codes([kill_server, PLAIN]))
     with serve_app(model) as model_url:

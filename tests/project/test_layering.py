@@ -1,6 +1,9 @@
 """The tree is the architecture: no import cycles in generator/, runtime/, schemas/ or servers/, every
-import goes down the layers each distribution's `__init__.py` states in its `Layers:` line,
-each subpackage's `__init__.py` says which layer it is, and no module is over 400 lines.
+import goes down the layers each distribution's `__init__.py` states in its `Layers:` line (and
+a subpackage's in its own, for its modules), and no module is over 400 lines.
+
+Each order is stated there once: the docs draw it from those lines (docs/reference.py, the
+Modules page), and no other docstring repeats it.
 
 Modules are found recursively. A top-level module (`openenvgen.cli`) is its own layer; a
 module inside a subpackage (`openenvgen.generation.render`) is in its subpackage's layer
@@ -173,26 +176,6 @@ def layer_violations(graph: dict[str, set[str]], lines: dict[str, list[set[str]]
     return problems
 
 
-def subpackage_layer_problems(folder: Path, layers: list[set[str]]) -> list[str]:
-    """Each subpackage whose `__init__` docstring lacks a one-line summary, or a `Layer N` line
-    (N its place in the distribution's `Layers:` line) saying what it may import."""
-    level = {name: i for i, layer in enumerate(layers) for name in layer}
-    problems = []
-    for init in sorted(folder.glob("*/__init__.py")):
-        name = init.parent.name
-        doc = _docstring(init)
-        summary, _, rest = doc.partition("\n\n")
-        stated = re.search(r"^Layer (\d+)\b.*?may import", rest, re.MULTILINE | re.DOTALL)
-        if not summary.strip() or "\n" in summary.strip():
-            problems.append(f"{name}/__init__.py: its docstring does not start with a one-line summary")
-        if stated is None:
-            problems.append(f"{name}/__init__.py: no `Layer N (...): may import ...` paragraph")
-        elif name in level and int(stated.group(1)) != level[name]:
-            said = stated.group(1)
-            problems.append(f"{name}/__init__.py says Layer {said}; the `Layers:` line puts it at {level[name]}")
-    return problems
-
-
 def test_no_import_cycles() -> None:
     """Between any two modules, subpackages' own modules included."""
     found = cycles(import_graph(PACKAGES))
@@ -205,12 +188,6 @@ def test_imports_follow_the_stated_layers(package: str) -> None:
     assert package in lines, f"{package}/__init__.py: its docstring has no `Layers: a, b < c < ...` line"
     mine = {name: layers for name, layers in lines.items() if name.split(".")[0] == package}
     problems = layer_violations(import_graph(PACKAGES), mine)
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_each_subpackage_states_its_layer(package: str) -> None:
-    problems = subpackage_layer_problems(PACKAGES[package], layer_lines(PACKAGES)[package])
     assert not problems, "\n".join(problems)
 
 
@@ -242,15 +219,13 @@ def test_no_module_is_over_400_lines() -> None:
 
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     """A lazy import that closes a loop, an import that goes up (from a subpackage, and
-    through a relative import), a subpackage with a wrong layer number, a module too long."""
+    through a relative import), a module too long."""
     folder = tmp_path / "pkg"
     (folder / "sub").mkdir(parents=True)
     (folder / "__init__.py").write_text('"""Toy.\n\nLayers: low < sub < high\n"""\n')
     (folder / "low.py").write_text("def f():\n    from pkg.high import g\n")
     (folder / "high.py").write_text("from pkg import low\nfrom . import low as again\n")
-    (folder / "sub" / "__init__.py").write_text(
-        '"""The sub layer.\n\nLayer 2 (after low): may import pkg.low.\n\nLayers: b < a\n"""\n'
-    )
+    (folder / "sub" / "__init__.py").write_text('"""The sub layer.\n\nLayers: b < a\n"""\n')
     (folder / "sub" / "a.py").write_text("from pkg.sub import b\nfrom pkg.low import f\n")
     (folder / "sub" / "c.py").write_text("from . import a\n")
     (folder / "sub" / "b.py").write_text("from ..high import g\n" + "x = 1\n" * MAX_LINES)
@@ -264,8 +239,5 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
         "pkg.low (layer 0: low) imports pkg.high (layer 2: high)",
         "pkg.sub.b (layer 1: sub) imports pkg.high (layer 2: high)",
         "pkg.sub.c is in no layer of pkg.sub's `Layers:` line",
-    ]
-    assert subpackage_layer_problems(folder, lines["pkg"]) == [
-        "sub/__init__.py says Layer 2; the `Layers:` line puts it at 1"
     ]
     assert long_modules({"pkg": folder}) == [f"pkg.sub.b ({MAX_LINES + 1})"]

@@ -6,9 +6,5 @@ its capture (`recording`, over `ws_session`), with its seed verdict (`seed_check
 server's validation rulings (`validation`); `snapshots` rewrites the catalog's snapshots,
 seed verdicts and source commit (`openenvgen.catalog`'s data/) from the captures.
 
-Layer 5 of the generator (errors < schema_checks < spec < sources < catalog < capture, generation < ...),
-beside generation (neither imports the other): may import openenvgen.errors, openenvgen.spec,
-openenvgen.sources, openenvgen.catalog and openenvgen_schemas; never generation, lifecycle or the CLI.
-
 Layers: stand_ins, ws_session < seed_check, validation < recording < snapshots < checkout
 """

@@ -4,11 +4,6 @@
 snapshots) and of `data/seeding.json`; `listing` shows them (`openenv-gen list`).
 What is in data/ is written by `openenvgen.capture` from real upstream servers.
 
-Layer 4 of the generator (errors < schema_checks < spec < sources < catalog < capture, generation <
-lifecycle, doctor < cli):
-may import openenvgen.errors, openenvgen.spec, openenvgen.sources, openenvgen_schemas and
-openenvgen_servers; never capture, generation, lifecycle or the CLI.
-
 Layers: reader < listing
 """
 

@@ -98,7 +98,7 @@ def doctor(
             raise SourceError(f"doctor: {package} could not be measured (the runtime's doctor exited {code})")
         # The renderer (the report's models, Jinja, the plots) only once there is a report:
         # importing it with the command tree would slow every other command.
-        from openenvgen.doctor.report import exit_status, load_report, render_html, report_json, terminal_summary
+        from openenvgen.reporting.report import exit_status, load_report, render_html, report_json, terminal_summary
 
         report = load_report(out.read_bytes())
     if html is not None:

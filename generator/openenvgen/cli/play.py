@@ -1,7 +1,7 @@
 """`play`: drive a package's env from the terminal, seeing exactly what the model reads.
 
 The generator never imports the runtime (it ships without verifiers and OpenEnv), so `play`
-finds the package, then runs the runtime's player (`python -m openenvgen_runtime.play`) in
+finds the package, then runs the runtime's player (`python -m openenvgen_runtime.client.play`) in
 this interpreter, where the package and the runtime are installed; that process owns the
 terminal, the episode and any server it launches, and its exit code is `play`'s.
 """
@@ -19,7 +19,7 @@ import typer
 from openenvgen.cli.packages import located
 from openenvgen.errors import UsageError
 
-RUNTIME_PLAYER = "openenvgen_runtime.play"
+RUNTIME_PLAYER = "openenvgen_runtime.client.play"
 
 
 def play(

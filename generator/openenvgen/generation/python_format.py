@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from openenvgen.errors import GenError
@@ -41,14 +40,8 @@ def ruff_binary() -> str:
 
 def format_module(source: str, settings_dir: Path = FORMAT_SETTINGS) -> str:
     """`source` as `ruff check --fix` (safe and unsafe fixes) and then `ruff format` leave it,
-    with the settings nearest `settings_dir`."""
-    return start_format(source, settings_dir)()
-
-
-def start_format(source: str, settings_dir: Path = FORMAT_SETTINGS) -> Callable[[], str]:
-    """`format_module`, started: ruff works on `source` while the caller goes on, and the call
-    returned waits for the formatted text. One pipe, `ruff check --fix - | ruff format -`, so
-    the two ruff processes start side by side rather than one after the other."""
+    with the settings nearest `settings_dir`. One pipe, `ruff check --fix - | ruff format -`,
+    so the two ruff processes start side by side rather than one after the other."""
     ruff = ruff_binary()
     check = [ruff, "check", "--fix", "--unsafe-fixes", "--exit-zero", "--quiet", "-"]
     fmt = [ruff, "format", "-"]
@@ -64,15 +57,11 @@ def start_format(source: str, settings_dir: Path = FORMAT_SETTINGS) -> Callable[
         fixing.stdin.close()
     except BrokenPipeError:  # ruff check stopped early: its exit code and stderr say why
         pass
-
-    def result() -> str:
-        formatted, format_errors = formatting.communicate()
-        fix_errors = fixing.stderr.read() if fixing.stderr else b""
-        fixing.wait()
-        for command, process, errors in ((check, fixing, fix_errors), (fmt, formatting, format_errors)):
-            if process.returncode != 0:
-                detail = (errors.decode("utf-8", "replace").strip() or "no output").splitlines()[0]
-                raise GenError(f"ruff {command[1]} failed on a generated module: {detail}")
-        return formatted.decode("utf-8")
-
-    return result
+    formatted, format_errors = formatting.communicate()
+    fix_errors = fixing.stderr.read()
+    fixing.wait()
+    for command, process, errors in ((check, fixing, fix_errors), (fmt, formatting, format_errors)):
+        if process.returncode != 0:
+            detail = (errors.decode("utf-8", "replace").strip() or "no output").splitlines()[0]
+            raise GenError(f"ruff {command[1]} failed on a generated module: {detail}")
+    return formatted.decode("utf-8")

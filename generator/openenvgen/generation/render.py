@@ -8,13 +8,14 @@ validated name and codegen's sanitised class names, never from raw server text.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from openenvgen.generation.codegen import Models, start_models
+import jinja2
+
+from openenvgen.generation.codegen import Models, generate_models
 from openenvgen.generation.layout import HEADER, HEADER_TEXT
 
 # Defined in `layout`; importers read them here too.
@@ -24,9 +25,6 @@ from openenvgen.generation.layout import sha256_text as sha256_text
 from openenvgen.generation.layout import templates_dir as templates_dir
 from openenvgen.spec import SPEC_FORMAT, EnvSpec
 from openenvgen_schemas.normalise import union_members
-
-if TYPE_CHECKING:  # imported when first rendering (see `_environment`)
-    import jinja2
 
 RUNTIME_REQUIREMENT = f"{RUNTIME_DISTRIBUTION}>=0.1.0,<0.2"
 """What a generated package requires of it; `publish` refuses a runtime version outside it."""
@@ -98,22 +96,13 @@ def _docstring(value: str) -> str:
 
 @cache
 def _environment() -> jinja2.Environment:
-    import jinja2
-
-    settings: dict[str, Any] = {
-        "undefined": jinja2.StrictUndefined,
-        "keep_trailing_newline": True,
-        "trim_blocks": True,
-        "lstrip_blocks": True,
-        "autoescape": False,
-        # The optimizer folds constant expressions as a template compiles, for faster renders;
-        # these have almost none (measured: renders as fast without it), so it only adds to
-        # the compile a cold generation pays. The output is the same.
-        "optimized": False,
-    }
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir() / "package")),
-        **settings,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
     )
     env.filters.update(py=_py, py_inline=_py_inline, toml=_toml, md=_md, docstring=_docstring, json=_json)
     return env
@@ -123,15 +112,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
+def render_files(spec: EnvSpec) -> dict[str, str]:
     """Every file of the package except the lock, keyed by POSIX path relative to its root."""
-    # The templates need only the models' class names: they render while ruff formats the module.
-    names, finish = (models, functools.partial(_same, models)) if models is not None else start_models(spec)
+    models = generate_models(spec)
     env = _environment()
     context = {
         "spec": spec,
         "header": HEADER,
-        "models": names,
+        "models": models,
         "module": spec.module,
         "stem": spec.class_stem,
         "runtime_requirement": RUNTIME_REQUIREMENT,
@@ -139,7 +127,7 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "provider_kwargs": {"app": spec.defaults.app} if spec.defaults.app else {},
         "resets": [dict(r) for r in spec.defaults.resets],
         "tool_names": [t.name for t in spec.tools or ()],
-        "union_members": _union_rows(spec, names),
+        "union_members": _union_rows(spec, models),
     }
     m = spec.module
     files = {
@@ -147,15 +135,11 @@ def render_files(spec: EnvSpec, models: Models | None = None) -> dict[str, str]:
         "README.md": env.get_template("README.md.j2").render(context),
         f"{m}/__init__.py": env.get_template("__init__.py.j2").render(context),
         f"{m}/taskset.py": env.get_template("taskset.py.j2").render(context),
-        f"{m}/models.py": finish().source,
+        f"{m}/models.py": models.source,
         f"{m}/py.typed": f"{HEADER}\n",
         f"{m}/snapshot.json": render_snapshot(spec),
     }
     return files
-
-
-def _same(models: Models) -> Models:
-    return models
 
 
 def _union_rows(spec: EnvSpec, models: Models) -> list[dict[str, Any]]:

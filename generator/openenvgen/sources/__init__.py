@@ -5,11 +5,6 @@ Each source returns a `spec.ServerInterface` (what the server said, unchecked):
 `project` starts an author's env project with `uv_server` and reads it live (`--project`).
 The catalog's snapshots are the fourth source (`openenvgen.catalog`, a layer above).
 
-Layer 3 of the generator (errors < schema_checks < spec < sources < catalog < capture, generation <
-lifecycle, doctor < cli):
-may import openenvgen.errors, openenvgen.spec, openenvgen_schemas and openenvgen_servers; never catalog,
-capture, generation, lifecycle or the CLI.
-
 Layers: uv_server, server, schema_file < project
 """
 

@@ -1,7 +1,5 @@
 """Access to env servers beyond loopback: what a run presents, and the gate a replica runs.
 
-Layer 0 (the bottom, beside `config`, `mcp_models` and `turn`): may import nothing of the runtime.
-
 `origins.ServerAccess` holds the headers each server needs (a Swarm launch's secret, a
 `base_url` fleet's headers) and the TLS trust, and adds them to every HTTP request the
 runtime makes (an `httpx.Auth`); `relay` carries OpenEnv's WebSocket sessions (whose

@@ -1,7 +1,6 @@
 """The doctor: whether a package's env is fit to train on, measured from the trainer's side.
 
-Layer 5 (after `client`): may import every layer below it; run as
-`python -m openenvgen_runtime.doctor PACKAGE_ID ...` (what `openenv-gen doctor` runs, in the
+Run as `python -m openenvgen_runtime.doctor PACKAGE_ID ...` (what `openenv-gen doctor` runs, in the
 interpreter where the package and the runtime are installed). It writes a
 `openenvgen_schemas.doctor_report.DoctorReport`; the generator renders it.
 

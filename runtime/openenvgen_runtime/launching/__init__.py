@@ -1,7 +1,5 @@
 """Launching env servers: OpenEnv's providers (UV, Docker, Swarm), their health, and cleanup.
 
-Layer 1 (after `config`, `mcp_models`, `turn`, `access`): may import `config`, `turn` and `access`.
-
 `launch.Launcher` starts one server per call through a launch mode's provider (`uv_provider`,
 `docker_provider`, `swarm_provider`, imported only when that mode runs, each seen as a
 `provider.Provider`), waits for `/health` and reads its interface (`servers`); `reaper`

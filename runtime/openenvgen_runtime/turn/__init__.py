@@ -1,7 +1,5 @@
 """An episode's turn: what the model reads of an observation and what its reply becomes.
 
-Layer 0 (the bottom, beside `config` and `mcp_models`): may import nothing of the runtime.
-
 Observations rendered for the model (`observations`, its images and audio `media`), the
 prompts (`prompts`), replies parsed and validated into actions (`actions`, union actions
 `unions`, MCP tools `mcp_tools`, a bare reply that needs no validation `passthrough`), and

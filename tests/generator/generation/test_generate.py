@@ -189,8 +189,7 @@ def gen_watching_codegen(*args: str, env: dict[str, str]) -> tuple[subprocess.Co
         [sys.executable, "-c", _IMPORT_PROBE, *args],
         capture_output=True,
         text=True,
-        # In-process: the model generator forked at start-up would import it in another process.
-        env={**os.environ, "OPENENV_GEN_WORKER": "0", **env},
+        env={**os.environ, **env},
         timeout=120,
     )
     last = result.stderr.strip().splitlines()[-1]

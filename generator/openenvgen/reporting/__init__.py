@@ -4,10 +4,6 @@ The document itself, `DoctorReport` (what `--json` prints, schema version 1), is
 `openenvgen_schemas.doctor_report`: the runtime's doctor (`python -m openenvgen_runtime.doctor`)
 writes it, this package reads and draws it.
 
-Layer 6 of the generator (errors < schema_checks < spec < sources < catalog < generation <
-lifecycle, doctor < commands < cli): may import openenvgen.errors and
-openenvgen.generation.layout (where the templates are); never lifecycle, commands or cli.
-
 - `plots`: the page's plots as geometry (histograms, the capacity curve), pure;
 - `report`: the terminal summary, `--json` text, the self-contained HTML page
   (templates/doctor/), and the exit status a report calls for.

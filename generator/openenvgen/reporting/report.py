@@ -22,9 +22,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from openenvgen import __version__
-from openenvgen.doctor.plots import Plot, capacity_plot, histogram_plot, number
 from openenvgen.errors import SchemaError
 from openenvgen.generation.layout import templates_dir
+from openenvgen.reporting.plots import Plot, capacity_plot, histogram_plot, number
 from openenvgen_schemas.doctor_report import SCHEMA_VERSION, Check, DoctorReport, EpisodeData, RewardData, Verdict
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from openenvgen.doctor.report import render_html
+from openenvgen.reporting.report import render_html
 from openenvgen_testsupport.browser import FLAGS, Chromium, chromium_executable
 from openenvgen_testsupport.doctor_reports import sample_report
 from openenvgen_testsupport.skips import skip_loudly

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from openenvgen.cli.base import console
-from openenvgen.doctor.plots import capacity_plot, histogram, histogram_plot
-from openenvgen.doctor.report import (
+from openenvgen.errors import SchemaError
+from openenvgen.reporting.plots import capacity_plot, histogram, histogram_plot
+from openenvgen.reporting.report import (
     FAILED_EXIT_CODE,
     TITLES,
     exit_status,
@@ -24,7 +25,6 @@ from openenvgen.doctor.report import (
     report_json,
     terminal_summary,
 )
-from openenvgen.errors import SchemaError
 from openenvgen_schemas.doctor_report import DoctorReport, Latency, RewardData, RewardGroup
 from openenvgen_testsupport.doctor_reports import sample_report
 
