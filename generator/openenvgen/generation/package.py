@@ -49,7 +49,7 @@ def resolve_spec(
     `executes_code` marks an env that runs model-written code (a catalog entry may say so itself)."""
     if base_url and schema_file:
         raise UsageError("pass --base-url or --schema-file, not both")
-    entry = None if base_url or schema_file else catalog.find(name)
+    entry = catalog.find(name)  # its defaults apply to a live server or schema file of it too
     if entry is not None:
         name = entry.name  # `Wordle` is the catalog's `wordle`
     if base_url:
