@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> None:
 
     app = make_replay_app(args.env_folder).app
     print(f"http://{HOST}:{listener.getsockname()[1]}", flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws_ping_interval=None))
+    # Ctrl-C ends it within seconds even with sessions still open (a client that never closed).
+    config = uvicorn.Config(app, log_level="warning", ws_ping_interval=None, timeout_graceful_shutdown=3)
+    server = uvicorn.Server(config)
     try:
         server.run(sockets=[listener])
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
