@@ -337,10 +337,10 @@ CLI_OUTCOMES = {
     "snapshot; a model-level diff is printed",
     130: "interrupted (Ctrl-C)",
 }
-# Codes `play` and `doctor` pass on from the runtime's process (openenvgen_runtime.launching.errors).
+# Codes `play`, `doctor` and `replay` pass on from the runtime's process (openenvgen_runtime.launching.errors).
 RUNTIME_OUTCOMES = {
     64: "`play`, `doctor`: a bad argument (a package not found, a bad `--set`)",
-    69: "`play`, `doctor`: the env could not be started or reached, or its server failed",
+    69: "`play`, `doctor`: the env could not be started or reached, or its server failed; `replay`: the port is in use",
     70: "`play`: any other failure",
 }
 

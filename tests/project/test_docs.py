@@ -371,7 +371,7 @@ def test_the_typed_client_snippet_runs_as_pasted_into_a_file(tmp_path: Path) -> 
     (snippet,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.DOTALL) if "connect(" in b]
     with serve_app(make_wordle_app(), ready_path="/health") as url:
         script = tmp_path / "snippet.py"
-        script.write_text(snippet.replace("http://127.0.0.1:8000", str(url).rstrip("/")), "utf-8")
+        script.write_text(snippet.replace("http://127.0.0.1:8001", str(url).rstrip("/")), "utf-8")
         run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     *prompt, reward, done = run.stdout.split()
