@@ -5,5 +5,5 @@ runs) serves one: its `/schema`, `/metadata` and tools are the recorded ones, an
 replays the recorded episode (`server`), so `play`, `doctor`, a typed `connect()` and `vf-eval`
 run against it with no network. The recordings ship in `recordings/` (`recording`).
 
-Layers (each module imports only modules of layers left of its own): recording < server
+Layers: recording < server < __main__
 """
