@@ -337,6 +337,12 @@ CLI_OUTCOMES = {
     "snapshot; a model-level diff is printed",
     130: "interrupted (Ctrl-C)",
 }
+# Codes `play`, `doctor` and `replay` pass on from the runtime's process (openenvgen_runtime.launching.errors).
+RUNTIME_OUTCOMES = {
+    64: "`play`, `doctor`: a bad argument (a package not found, a bad `--set`)",
+    69: "`play`, `doctor`: the env could not be started or reached, or its server failed; `replay`: the port is in use",
+    70: "`play`: any other failure",
+}
 
 
 def error_classes() -> list[type]:
@@ -359,6 +365,8 @@ def exit_codes_reference() -> str:
         name = _sysexits_name(cls)
         doc = inspect.cleandoc(cls.__doc__ or "")
         rows.setdefault(cls.exit_code, []).append(f"`{cls.__name__}`{f' ({name})' if name else ''}: {doc}")
+    for code, meaning in RUNTIME_OUTCOMES.items():
+        rows.setdefault(code, []).append(meaning)
     out = [
         "# Exit codes",
         "",

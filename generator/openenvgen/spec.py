@@ -68,6 +68,9 @@ class EnvDefaults(Frozen):
     """One or two sentences for the system prompt on how to phrase an action."""
     example_action: dict[str, Any] | None = None
     """A valid action shown in the package README."""
+    shown_metadata: tuple[str, ...] = ()
+    """Keys of an observation's `metadata` the model reads (an env that puts the question,
+    or whose turn it is, there); the rest of `metadata` stays hidden from the model."""
     seed_verdict: str | None = None
     """Whether the env honours `seed`, as `openenv-gen capture` measured it: reproducible,
     deterministic, not_reproducible or unmeasured (see openenvgen/capture/seed_check.py); None: never measured."""
@@ -150,12 +153,13 @@ class EnvSpec(Frozen):
 
     def snapshot(self) -> dict[str, Any]:
         # A server without `reset_observation` leaves no key, and a default of the later
-        # `defaults` (no unlisted tools, no code run, no variables) none either, so such
-        # snapshots stay as they were.
+        # `defaults` (no unlisted tools, no code run, no variables, no metadata shown) none
+        # either, so such snapshots stay as they were.
         exclude: dict[str, Any] = {}
         if self.reset_observation_schema is None:
             exclude["reset_observation_schema"] = True
-        unset = {key for key in ("unlisted_tools", "executes_code", "server_env") if not getattr(self.defaults, key)}
+        later = ("unlisted_tools", "executes_code", "server_env", "shown_metadata")
+        unset = {key for key in later if not getattr(self.defaults, key)}
         if unset:
             exclude["defaults"] = dict.fromkeys(sorted(unset), True)
         return self.model_dump(mode="json", exclude=exclude)

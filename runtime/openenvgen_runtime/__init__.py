@@ -4,7 +4,7 @@ Above `openenvgen_schemas` and `openenvgen_servers` (the packages of ours it imp
 the generator, `openenvgen`), verifiers and OpenEnv.
 
 Layers (each module imports only modules of layers left of its own): config, mcp_models, turn,
-access < launching < fleet, hooks < episodes < client, trl < doctor
+access < launching < fleet, hooks, replay < episodes < client, trl < doctor
 
 One subpackage per concern: `turn` (what the model reads of an observation, what its reply
 becomes, what a step earns), `launching` (OpenEnv's providers and the servers they start),
@@ -12,8 +12,10 @@ becomes, what a step earns), `launching` (OpenEnv's providers and the servers th
 models, the drift guard), `episodes` (the taskset verifiers drives and the episode loop) and
 `client` (a typed `Connection`, the interactive player), `trl` (a package's env as TRL's
 `GRPOTrainer(environment_factory=...)` class), `access` (what a run presents to
-servers beyond loopback: a Swarm launch's secret, a fleet's headers and TLS trust) and
-`doctor` (whether an env is fit to train on: `python -m openenvgen_runtime.doctor`). `config` is every option;
+servers beyond loopback: a Swarm launch's secret, a fleet's headers and TLS trust),
+`doctor` (whether an env is fit to train on: `python -m openenvgen_runtime.doctor`) and
+`replay` (the catalog's recorded sessions served on loopback, so the first hour runs offline:
+`python -m openenvgen_runtime.replay`). `config` is every option;
 `mcp_models` the MCP models packages import. `openenvgen_runtime.extensions`, what a package's
 `custom.py` is written against, is `hooks.extensions` (named so below).
 

@@ -136,6 +136,12 @@ class AdapterConfig(vf.TasksetConfig):
     max_servers: int = Field(4, ge=1)
     """Most servers launched for an env that takes one session per server; under verifiers'
     env server each worker has its own pool, so this is per worker."""
+    max_in_flight: int | None = Field(None, ge=1)
+    """Episodes this process will hold at once, when known ahead (`vf-eval`'s
+    `--max-concurrent`, a trainer's batch): the run then fails at start, before any episode,
+    in one line with the numbers, if even the hard open-file limit cannot hold them (the
+    estimate: `launching.open_files.planned_open_files`). The soft limit is raised to the
+    hard one either way."""
     action_format: Literal["text", "tools"] = "text"
     """How the model acts: "text" replies parsed as JSON (or a bare value), or "tools":
     native function tool calls built from the generated action models (needs the

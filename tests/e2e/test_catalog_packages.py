@@ -437,8 +437,11 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
     action_cls = server_action_class(recording)
     assert run.replay.log.actions == [wire_action(action_cls.model_validate(s.action)) for s in recording.steps]
     # The model read each replayed observation: every field of it is in its user turn,
-    # but the ones the runtime never shows (`metadata` may carry the answer).
+    # but the ones the runtime never shows (`metadata` may carry the answer), which shows
+    # only the metadata keys the package names (`shown_metadata`).
     from openenvgen_runtime.turn.observations import ALWAYS_HIDDEN
+
+    shown_metadata = set(catalog.entries()[name].defaults.shown_metadata)
 
     assert len(run.model.requests) == len(recording.steps)
     observations = [recording.reset["observation"], *(s.reply["observation"] for s in recording.steps)]
@@ -447,4 +450,8 @@ def test_scripted_episode_earns_the_replayed_rewards(name: str, played: dict[str
         user = [m for m in request["messages"] if m["role"] == "user"][-1]
         text = message_text(user["content"])
         for key in observation:
-            assert (key in ALWAYS_HIDDEN) != (f'"{key}"' in text), (key, text[:500])
+            shown = key not in ALWAYS_HIDDEN or bool(shown_metadata & set(observation.get("metadata") or {}))
+            assert shown == (f'"{key}"' in text), (key, text[:500])
+        for key, value in (observation.get("metadata") or {}).items():
+            if key in shown_metadata:
+                assert f'"{key}": {json.dumps(value, ensure_ascii=False)}' in text, (key, text[:500])

@@ -183,7 +183,8 @@ def test_a_container_that_dies_while_starting_is_reported_with_its_log(image: st
         asyncio.run(main())
     message = str(info.value)
     assert message.startswith(
-        "test/guess-env (docker): server exited with code 1 while starting; last lines of its log:\n"
+        "test/guess-env (docker): server exited with code 1 while starting (to try: base_url for a server "
+        "already running (`--base-url URL`), or the UV launch (without use_docker)); last lines of its log:\n"
     )
     assert "crashing on purpose" in message
     assert containers(token) == []

@@ -172,7 +172,8 @@ def _follow_the_readme(workdir: Path) -> None:
     # Everything ran from the fresh venv: its own openenv-gen, runtime, package, uv and vf-eval.
     assert all((venv / "bin" / tool).is_file() for tool in ("openenv-gen", "vf-eval", "uv"))
     assert (clone / "wordle-openenv" / "openenv-gen.lock").is_file()
-    assert "next: install it, then evaluate a model on it:\n  pip install ./wordle-openenv\n" in run.stdout
+    next_steps = "next: install it, then evaluate a model on it:\n  pip install -c constraints.txt ./wordle-openenv\n"
+    assert next_steps in run.stdout
     installed = subprocess.run(
         [
             str(venv / "bin" / "python"),

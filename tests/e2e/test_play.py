@@ -77,9 +77,28 @@ def test_an_invalid_action_gets_the_models_refusal_and_bad_input_is_one_line(
     refusal = _turns(run.stdout)[2]
     assert refusal["text"].startswith("That reply is not a valid action: message: Field required")
     unknown = _play(Path("no-such-package-or-env"))
-    assert unknown.returncode != 0 and len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
+    assert unknown.returncode == 64 and len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
     unreachable = _play(package_dir, "--base-url", "http://127.0.0.1:9")
-    assert unreachable.returncode != 0 and len(unreachable.stderr.strip().splitlines()) == 1, unreachable.stderr
+    assert unreachable.returncode == 69 and len(unreachable.stderr.strip().splitlines()) == 1, unreachable.stderr
+    # The same failed launch exits as `doctor` does for it: one table of exit codes.
+    doctor = subprocess.run(
+        [OPENENV_GEN, "doctor", str(package_dir), "--base-url", "http://127.0.0.1:9", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert doctor.returncode == unreachable.returncode == 69, doctor.stderr
+
+
+def test_an_env_name_is_matched_whatever_its_case_and_a_typo_gets_a_suggestion() -> None:
+    typo = _play(Path("wordel"))
+    assert typo.returncode == 64, typo.stderr
+    (line,) = typo.stderr.strip().splitlines()
+    assert "did you mean wordle?" in line
+    refused = _play(Path("calendar_env"))
+    assert refused.returncode == 64, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "calendar_env cannot run here" in line and "serves no /schema" in line
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")

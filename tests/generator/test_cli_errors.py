@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import tomllib
 from pathlib import Path
@@ -13,7 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from openenvgen_testsupport.generating import assert_one_line_error, file_tree, gen
-from openenvgen_testsupport.paths import BROKEN_SPECS
+from openenvgen_testsupport.paths import BROKEN_SPECS, ROOT
 from openenvgen_testsupport.servers import serve_app
 
 EXPECTED = tomllib.loads((BROKEN_SPECS / "expected.toml").read_text())
@@ -37,7 +38,24 @@ def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
     result = gen("wordel", cwd=tmp_path)
     known = sorted(catalog.entries())
     assert {"chess", "coding", "connect4", "echo", "maze", "reasoning_gym", "wordle"} <= set(known)
-    assert_one_line_error(result, 64, f"unknown env 'wordel'; known: {', '.join(known)}")
+    assert_one_line_error(result, 64, f"unknown env 'wordel'; did you mean wordle? known: {', '.join(known)}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_catalog_name_is_matched_whatever_its_case(tmp_path: Path) -> None:
+    result = gen("Wordle", "--no-scaffold", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["wordle-openenv"]
+
+
+def test_an_env_the_catalog_cannot_run_is_refused_with_its_reason(tmp_path: Path) -> None:
+    from openenvgen import catalog
+
+    reason = catalog.unavailable()["calendar_env"]
+    for name in ("calendar_env", "calendar"):
+        result = gen(name, cwd=tmp_path)
+        assert_one_line_error(result, 64, f"{name}: upstream's calendar_env cannot run here, so the catalog has no")
+        assert reason.split(":")[0] in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -196,16 +214,18 @@ def test_help_reflows_docstrings_to_the_terminal() -> None:
 def test_generate_ends_with_the_next_two_commands(tmp_path: Path) -> None:
     result = gen("wordle", "--no-scaffold", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    # openenvgen-runtime is installed here, so the install needs only the package.
+    # openenvgen-runtime is installed here, so the install needs only the package, with the
+    # pins of the checkout openenv-gen runs from (as the README installs it).
+    pins = os.path.relpath(ROOT / "constraints.txt", tmp_path)
     assert result.stdout.splitlines() == [
         "wrote wordle-openenv",
         "next: install it, then evaluate a model on it:",
-        "  pip install ./wordle-openenv",
+        f"  pip install -c {pins} ./wordle-openenv",
         "  vf-eval wordle-openenv -m MODEL --no-push",
     ]
     elsewhere = gen("echo", "--no-scaffold", "--out", str(tmp_path / "my pkgs" / "echo"), cwd=tmp_path)
     assert elsewhere.stdout.splitlines()[-2:] == [
-        f"  pip install '{tmp_path / 'my pkgs' / 'echo'}'",
+        f"  pip install -c {pins} '{tmp_path / 'my pkgs' / 'echo'}'",
         "  vf-eval echo-openenv -m MODEL --no-push",
     ]
 

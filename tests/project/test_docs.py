@@ -108,6 +108,10 @@ def test_the_exit_codes_page_has_every_error_class_and_code() -> None:
     for cls in reference.error_classes():
         row = next(line for line in page.splitlines() if line.startswith(f"| {cls.exit_code} |"))
         assert f"`{cls.__name__}`" in row
+    # The codes `play` and `doctor` pass on from the runtime are the runtime's own constants.
+    from openenvgen_runtime.launching import errors as runtime
+
+    assert set(reference.RUNTIME_OUTCOMES) == {runtime.USAGE_EXIT, runtime.UNAVAILABLE_EXIT, runtime.SOFTWARE_EXIT}
 
 
 def test_the_catalog_page_has_every_catalog_env() -> None:
@@ -367,7 +371,7 @@ def test_the_typed_client_snippet_runs_as_pasted_into_a_file(tmp_path: Path) -> 
     (snippet,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.DOTALL) if "connect(" in b]
     with serve_app(make_wordle_app(), ready_path="/health") as url:
         script = tmp_path / "snippet.py"
-        script.write_text(snippet.replace("http://127.0.0.1:8000", str(url).rstrip("/")), "utf-8")
+        script.write_text(snippet.replace("http://127.0.0.1:8001", str(url).rstrip("/")), "utf-8")
         run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     *prompt, reward, done = run.stdout.split()

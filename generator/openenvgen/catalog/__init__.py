@@ -7,6 +7,6 @@ What is in data/ is written by `openenvgen.capture` from real upstream servers.
 Layers: reader < listing
 """
 
-from openenvgen.catalog.reader import CatalogEntry, entries, lookup, seeding, unavailable
+from openenvgen.catalog.reader import CatalogEntry, entries, find, lookup, seeding, unavailable
 
-__all__ = ["CatalogEntry", "entries", "lookup", "seeding", "unavailable"]
+__all__ = ["CatalogEntry", "entries", "find", "lookup", "seeding", "unavailable"]

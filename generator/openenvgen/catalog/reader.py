@@ -6,6 +6,7 @@ one reader of it (and of `data/seeding.json`), for the generator and the capture
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from dataclasses import dataclass
@@ -94,6 +95,7 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
         resets=tuple(entry.get("resets", [{}])),
         action_hint=entry.get("action_hint", ""),
         example_action=entry.get("example_action"),
+        shown_metadata=tuple(entry.get("shown_metadata", ())),
         seed_verdict=seed.get("verdict"),
         seed_evidence=seed.get("summary", ""),
         unlisted_tools=tuple(ToolSpec.model_validate(t) for t in entry.get("unlisted_tools", ())),
@@ -102,9 +104,40 @@ def _defaults(entry: dict[str, Any], seed: dict[str, Any]) -> EnvDefaults:
     )
 
 
-def lookup(name: str) -> CatalogEntry:
-    """The embedded entry `name`; a UsageError listing the known names when there is none."""
+def find(name: str) -> CatalogEntry | None:
+    """The embedded entry `name`, its case aside (`Wordle` is `wordle`); None when there is none."""
     known = entries()
     if name in known:
         return known[name]
-    raise UsageError(f"unknown env {name!r}; known: {', '.join(sorted(known))} (or pass --base-url/--schema-file)")
+    folded = {k.lower(): entry for k, entry in known.items()}
+    return folded.get(name.lower())
+
+
+def lookup(name: str) -> CatalogEntry:
+    """The embedded entry `name` (`find`); a UsageError saying why there is none: the reason
+    an upstream env cannot run here, or the names `name` may mean and the known ones."""
+    entry = find(name)
+    if entry is None:
+        refused = not_runnable(name)
+        raise UsageError(
+            refused
+            or f"unknown env {name!r};{did_you_mean(name)} known: {', '.join(sorted(entries()))} "
+            "(or pass --base-url/--schema-file)"
+        )
+    return entry
+
+
+def not_runnable(name: str) -> str | None:
+    """For an upstream env the catalog lists as unable to run here (`calendar_env`, or
+    `calendar`): one line with its reason; None for any other name."""
+    folded = name.lower()
+    for folder, reason in unavailable().items():
+        if folded in (folder, folder.removesuffix("_env")):
+            return f"{name}: upstream's {folder} cannot run here, so the catalog has no package for it: {reason}"
+    return None
+
+
+def did_you_mean(name: str) -> str:
+    """` did you mean wordle?` for a name close to catalog entries (a typo, `wordel`); else ""."""
+    close = difflib.get_close_matches(name.lower(), sorted(entries()), n=3, cutoff=0.7)
+    return f" did you mean {' or '.join(close)}?" if close else ""

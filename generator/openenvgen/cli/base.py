@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 from typer import _click as typer_click
@@ -13,6 +13,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from openenvgen.errors import UsageError
 from openenvgen_servers.access import AccessError, Credentials
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # typer 0.29 runs on its vendored click (commands take its Context), and raises its exceptions
 # (missing argument, bad value), which are not `click.ClickException`s: `main` catches these.
@@ -114,3 +117,17 @@ def credential_settings(access: Credentials) -> list[str]:
 def json_text(document: object) -> str:
     """A `--json` document as printed: indented, non-ASCII kept."""
     return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+FULL_LINES = 1 << 20
+"""The width of what the CLI prints when not on a terminal: no line is ever cut."""
+
+
+def console(file: IO[str] | None = None) -> Console:
+    """rich's console for what a command prints (stdout, or `file`): a terminal's own width,
+    and full lines when piped or redirected, where rich would cut each at 80 columns and a CI
+    log would lose the numbers."""
+    from rich.console import Console
+
+    out = Console(highlight=False, file=file)
+    return out if out.is_terminal else Console(highlight=False, file=file, width=FULL_LINES)

@@ -20,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-from openenvgen.cli.base import CaBundle, HeaderOptions, credential_settings, credentials
+from openenvgen.cli.base import CaBundle, HeaderOptions, console, credential_settings, credentials
 from openenvgen.cli.packages import located
 from openenvgen.errors import OutputError, SourceError, UsageError
 from openenvgen_schemas.doctor_thresholds import Thresholds
@@ -102,8 +102,6 @@ def doctor(
             raise SourceError(f"doctor: {package} could not be measured (the runtime's doctor exited {code})")
         # The renderer (the report's models, Jinja, the plots) only once there is a report:
         # importing it with the command tree would slow every other command.
-        from rich.console import Console
-
         from openenvgen.reporting.report import exit_status, load_report, render_html, report_json, terminal_summary
 
         report = load_report(out.read_bytes())
@@ -112,7 +110,7 @@ def doctor(
     if as_json:
         sys.stdout.write(report_json(report))
     else:
-        Console(highlight=False).print(terminal_summary(report))
+        console().print(terminal_summary(report))
     raise typer.Exit(exit_status(report))
 
 

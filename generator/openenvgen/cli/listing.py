@@ -19,9 +19,11 @@ def list_envs(
     ] = False,
 ) -> None:
     """Show the embedded catalog: name, env id, action kind (typed, MCP or union), whether
-    the env honours `seed` (as its capture measured it), whether it plays an offline episode
-    here, whether it runs model-written code (`runs`), the variables its server needs from
-    your environment, fields or tools; then the upstream envs that cannot run here."""
+    the env honours `seed` (as its capture measured it), whether it plays offline (`replay`:
+    `openenv-gen replay NAME` serves its recorded episode) or needs its server (`server`: the
+    reason is `no_episode` in `--json`), whether it runs model-written code (`runs`), the
+    variables its server needs from your environment, fields or tools; then the upstream envs
+    that cannot run here."""
     from openenvgen.catalog.listing import catalog_json, catalog_rows
     from openenvgen.catalog.reader import entries, seeding, unavailable
 
@@ -33,6 +35,7 @@ def list_envs(
             seed = seeds.get(env["name"], {})
             env["seed"] = {"verdict": seed.get("verdict"), "summary": seed.get("summary", "")} if seed else None
             env["no_episode"] = known[env["name"]].no_episode
+            env["replay"] = known[env["name"]].no_episode is None
             env["executes_code"] = known[env["name"]].defaults.executes_code
             env["server_env"] = list(known[env["name"]].defaults.server_env)
         document["unavailable"] = unavailable()
@@ -48,7 +51,7 @@ def list_envs(
             env_id,
             kind,
             seeds.get(name, {}).get("verdict", "-"),
-            "none" if known[name].no_episode else "offline",
+            "server" if known[name].no_episode else "replay",
             "runs" if known[name].defaults.executes_code else "-",
             ",".join(known[name].defaults.server_env) or "-",
             detail,

@@ -23,6 +23,7 @@ from openenvgen.cli.listing import list_envs
 from openenvgen.cli.play import play
 from openenvgen.cli.publish import publish
 from openenvgen.cli.regen import regen
+from openenvgen.cli.replay import replay
 from openenvgen.errors import GenError, UsageError
 
 app = typer.Typer(
@@ -63,6 +64,7 @@ app.command("publish", cls=Command)(publish)
 app.command("capture", cls=Command)(capture)
 app.command("play", cls=Command)(play)
 app.command("doctor", cls=Command)(doctor)
+app.command("replay", cls=Command)(replay)
 
 
 def main() -> None:

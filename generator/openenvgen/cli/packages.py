@@ -23,16 +23,19 @@ def located(package: str) -> Iterator[tuple[str, Path | None]]:
     if module.isidentifier() and importlib.util.find_spec(module) is not None:
         yield module, None
         return
-    from openenvgen.catalog.reader import entries
+    from openenvgen.catalog.reader import did_you_mean, find, not_runnable
 
-    if package not in entries():
+    entry = find(package)
+    if entry is None:
         raise UsageError(
-            f"{package}: not a package directory, an installed package or a catalog name (see `openenv-gen list`)"
+            not_runnable(package)
+            or f"{package}: not a package directory, an installed package or a catalog name;{did_you_mean(package)} "
+            "(see `openenv-gen list`)"
         )
     from openenvgen.generation.package import generate_package
 
     with tempfile.TemporaryDirectory(prefix="openenv-gen-package-") as scratch:
-        written = generate_package(package, out=Path(scratch) / package, scaffold=False)
+        written = generate_package(entry.name, out=Path(scratch) / entry.name, scaffold=False)
         yield package_id(written), written
 
 

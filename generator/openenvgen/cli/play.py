@@ -77,11 +77,11 @@ def play(
         command += credential_settings(access)
         for setting in settings or []:
             command += ["--set", setting]
-        code = _wait(subprocess.Popen(command))
+        code = wait_for(subprocess.Popen(command))
     raise typer.Exit(code if code >= 0 else 128 - code)
 
 
-def _wait(player: subprocess.Popen[bytes]) -> int:
+def wait_for(player: subprocess.Popen[bytes]) -> int:
     """The player's exit code. A Ctrl-C in the terminal reaches the player too (one process
     group): it closes the session and any server it launched, then exits 130; this process
     keeps waiting for that rather than leaving it behind. (Ignoring SIGINT here instead

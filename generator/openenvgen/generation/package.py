@@ -52,7 +52,9 @@ def resolve_spec(
     `executes_code` marks an env that runs model-written code (a catalog entry may say so itself)."""
     if base_url and schema_file:
         raise UsageError("pass --base-url or --schema-file, not both")
-    entry = catalog.entries().get(name)
+    entry = catalog.find(name)  # its defaults apply to a live server or schema file of it too
+    if entry is not None:
+        name = entry.name  # `Wordle` is the catalog's `wordle`
     if base_url:
         interface = sources.from_server(base_url, timeout=timeout, credentials=credentials)
     elif schema_file:

@@ -18,20 +18,23 @@ def next_steps(target: Path) -> str:
 
     `openenvgen-runtime` is not on PyPI yet, so the install names it as a local directory
     when it is not installed already: this generator's own `runtime/` when it runs from a
-    checkout, else a line saying where it comes from.
+    checkout, else a line saying where it comes from. Run from or in a checkout, it installs
+    with the checkout's pins (`-c constraints.txt`), as the README does.
     """
     package = _package_name(target)
     shown = target.as_posix() if target.is_absolute() or target.as_posix().startswith(".") else f"./{target.as_posix()}"
     install = ["pip", "install"]
     note = ""
+    checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
+    pins = _constraints(checkout)
+    if pins is not None:
+        install += ["-c", os.path.relpath(pins)]
     if not _installed(RUNTIME_DISTRIBUTION):
-        checkout = Path(__file__).resolve().parents[3]  # generator/openenvgen/generation/report.py
         if (checkout / "runtime" / "pyproject.toml").is_file():
             # The runtime, and the code it shares with the generator when it is there.
             for local in ("schemas", "servers", "runtime"):
                 if (checkout / local / "pyproject.toml").is_file():
-                    path = os.path.relpath(checkout / local)
-                    install.append(path if path.startswith(("/", ".")) else f"./{path}")
+                    install.append(_relative(checkout / local))
         else:
             note = (
                 f"\n  ({RUNTIME_DISTRIBUTION} is not on PyPI yet: install it first from an openenv-gen "
@@ -59,3 +62,18 @@ def _installed(distribution: str) -> bool:
     except importlib.metadata.PackageNotFoundError:
         return False
     return True
+
+
+def _relative(path: Path) -> str:
+    """`path` as a command line names it from here: relative, starting `./` or `../`."""
+    shown = os.path.relpath(path)
+    return shown if shown.startswith(("/", ".")) else f"./{shown}"
+
+
+def _constraints(checkout: Path) -> Path | None:
+    """The pins of the openenv-gen checkout this runs from (an editable install) or in (the
+    README's first steps): its `constraints.txt`, which the README installs with."""
+    for root in (checkout, Path.cwd()):
+        if (root / "constraints.txt").is_file() and (root / "runtime" / "pyproject.toml").is_file():
+            return root / "constraints.txt"
+    return None

@@ -25,6 +25,10 @@ The same connection is an async context manager (`async with connect(...) as env
 synchronous one (`with connect(...) as env`): the synchronous form runs the async client
 on an event loop of its own, in a background thread, so it also works where a loop is
 already running (a notebook).
+
+Opening a connection installs the runtime's process-wide hooks as a run does
+(`launching.process_hooks`): a launch failure left uncaught prints as one line (`error:
+MESSAGE`, with what to try) instead of a traceback, and the soft open-file limit is raised.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from openenvgen_runtime.episodes.episode import EnvLost, session_failure
 from openenvgen_runtime.fleet.pool import ServerPool, close_client, session_client
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.hooks.typed_hooks import RESET, STEP, ObservationModels
+from openenvgen_runtime.launching import process_hooks
 from openenvgen_runtime.launching.servers import Server
 from openenvgen_runtime.turn.actions import ActionSpace
 from openenvgen_runtime.turn.mcp_tools import session_tools
@@ -141,6 +146,9 @@ class Connection(Generic[ObservationT, ResetObservationT]):
         self._thread: threading.Thread | None = None
 
     async def __aenter__(self) -> Env[ObservationT, ResetObservationT]:
+        # As a run's env does: a launch failure uncaught prints as one line, and the soft
+        # open-file limit is raised.
+        process_hooks.install()
         pool = self._pool = ServerPool(self._config, mcp=self._taskset.IS_MCP)
         try:
             await pool.start()

@@ -37,8 +37,10 @@ from openenvgen_runtime.config import settings_from_pairs
 from openenvgen_runtime.episodes.episode import play as play_episode
 from openenvgen_runtime.episodes.taskset import AdapterEnv
 from openenvgen_runtime.fleet.pool import ServerPool
+from openenvgen_runtime.launching.errors import SOFTWARE_EXIT, UNAVAILABLE_EXIT, USAGE_EXIT, LaunchError
 from openenvgen_runtime.turn.mcp_tools import LIST_TOOLS
 from openenvgen_runtime.turn.observations import final_info
+from openenvgen_runtime.turn.replies import EnvLost, EnvProtocolError
 
 
 @dataclass
@@ -298,7 +300,7 @@ async def play(
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m openenvgen_runtime.client.play PACKAGE_ID ...`: what `openenv-gen play` runs, in the
-    interpreter that has the package installed. One line and exit 1 on a failure."""
+    interpreter that has the package installed. One line and a sysexits code on a failure (`exit_code`)."""
     import argparse
     import logging
 
@@ -327,10 +329,24 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; the env was stopped", file=sys.stderr)
         return 130
     except Exception as e:  # one line for the person at the terminal; the env is already stopped
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+        message = lines[0] if lines else type(e).__name__
+        if len(lines) > 1 and message.endswith(":"):  # a launch failure's "last lines of its log:"
+            message = f"{message} {lines[-1]}"
         print(f"openenv-gen: error: {message}", file=sys.stderr)
-        return 1
+        return exit_code(e)
     return 0
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of a failed play, as every openenv-gen command has it (sysexits): 69 when
+    the env could not be started or reached or its server failed, 64 for a bad argument (a
+    package not found, a bad `--set`), 70 for anything else."""
+    if isinstance(error, (LaunchError, EnvLost, EnvProtocolError, ConnectionError, TimeoutError)):
+        return UNAVAILABLE_EXIT
+    if isinstance(error, (ValueError, ImportError)):  # pydantic's ValidationError is a ValueError
+        return USAGE_EXIT
+    return SOFTWARE_EXIT
 
 
 if __name__ == "__main__":

@@ -46,10 +46,8 @@ from openenvgen_runtime.episodes.taskset import AdapterTaskset
 from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.launching import launch
+from openenvgen_runtime.launching.errors import UNAVAILABLE_EXIT, USAGE_EXIT
 from openenvgen_schemas.doctor_report import DoctorReport, LaunchMode, Mismatch, Thresholds
-
-USAGE_EXIT = 64
-UNAVAILABLE_EXIT = 69
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from openenvgen_runtime.config import AdapterConfig, AdapterData
 from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.hooks.typed_hooks import INFO_KEY, NO_MODELS, RESET, STEP, ObservationModels, entry
+from openenvgen_runtime.launching.open_files import too_many_open_files
 from openenvgen_runtime.launching.servers import Server
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction, ToolCallRequest
 from openenvgen_runtime.turn.observations import (
@@ -181,7 +182,18 @@ async def next_turn(
 
 async def play(task: TaskT, agents: Any, pool: ServerPool, taskset: EpisodeTaskset[TaskT]) -> None:
     """Play `task` on a pooled server; `taskset` gives the per-server action space and
-    observation view, its config the action format and the invalid-reply budget."""
+    observation view, its config the action format and the invalid-reply budget. An episode
+    that runs out of open files ends as `OpenFilesError`, which says so, whatever raised."""
+    try:
+        await _play(task, agents, pool, taskset)
+    except Exception as error:
+        named = too_many_open_files(error)
+        if named is None:
+            raise
+        raise named from error
+
+
+async def _play(task: TaskT, agents: Any, pool: ServerPool, taskset: EpisodeTaskset[TaskT]) -> None:
     opened = False
     try:
         async with pool.session(task.data.reset) as (server, client, result):

@@ -24,7 +24,7 @@ from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.hooks.extensions import NO_EXTENSION, Extension, load_extension
 from openenvgen_runtime.hooks.typed_hooks import NO_MODELS, ObservationModels
-from openenvgen_runtime.launching import launch, process_hooks
+from openenvgen_runtime.launching import launch, open_files, process_hooks
 from openenvgen_runtime.launching.servers import Server
 from openenvgen_runtime.turn.actions import ActionSpace
 from openenvgen_runtime.turn.mcp_tools import ToolListError, argument_model, session_tools
@@ -120,6 +120,9 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
     ACTION_HINT: ClassVar[str] = ""
     """Env-specific advice on phrasing an action, appended to the system prompt (default:
     the snapshot's `defaults.action_hint`)."""
+    SHOWN_METADATA: ClassVar[list[str]] = []
+    """Keys of an observation's `metadata` the model reads (the question an env puts there);
+    the rest of `metadata` stays hidden (default: the snapshot's `defaults.shown_metadata`)."""
     SYSTEM_PROMPT: ClassVar[str | None] = None
     """Replaces the runtime's system prompt for this package (verifiers'
     `--env.taskset.system-prompt FILE` still overrides it per run)."""
@@ -159,6 +162,7 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
                 ("SEED_VERDICT", "seed_verdict"),
                 ("SEED_EVIDENCE", "seed_evidence"),
                 ("UNLISTED_TOOLS", "unlisted_tools"),
+                ("SHOWN_METADATA", "shown_metadata"),
             ):
                 if attr not in own and defaults.get(key) is not None:
                     setattr(cls, attr, defaults[key])
@@ -262,6 +266,7 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
             extension: Extension = getattr(self.task_type(), "EXTENSION", NO_EXTENSION)
             view = server.observation_view = ObservationView(
                 hidden_fields=[*config.hidden_fields, *sorted(extension.hidden_fields)],
+                shown_metadata=self.SHOWN_METADATA,
                 max_media_bytes=config.max_media_bytes,
                 asset_base_url=server.url,
                 asset_auth=server.access,
@@ -351,6 +356,7 @@ class AdapterEnv(vf.SingleAgentEnv, vf.Env[AdapterEnvConfig]):
         taskset = self.adapter_taskset
         if taskset.config.action_format == "tools":
             require_in_process_seat(self.config.player.harness)
+        open_files.require_for(taskset.config)
         pool = self._ensure_pool()
         await pool.start()
         check_drift(pool.servers, taskset.SNAPSHOT, taskset.config.on_drift)

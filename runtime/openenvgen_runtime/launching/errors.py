@@ -9,3 +9,13 @@ without importing one another.
 class LaunchError(RuntimeError):
     """A server could not be started or reached. Uncaught, it prints as its message alone
     (see `process_hooks`): a launch failure is one line, plus the server's log tail."""
+
+
+# The exit codes of the runtime's command lines (`openenv-gen play` and `doctor` run them),
+# sysexits(3) as every openenv-gen command's: the same failure exits with the same code.
+USAGE_EXIT = 64
+"""EX_USAGE: a bad argument (a package not found, a bad `--set`)."""
+UNAVAILABLE_EXIT = 69
+"""EX_UNAVAILABLE: the env could not be started or reached, or its server failed."""
+SOFTWARE_EXIT = 70
+"""EX_SOFTWARE: anything else."""

@@ -237,7 +237,11 @@ class Launcher:
         started = time.monotonic()
         provider = await asyncio.to_thread(self._make)
         try:
-            urls = await asyncio.to_thread(provider.launch)
+            try:
+                urls = await asyncio.to_thread(provider.launch)
+            except LaunchError as e:  # could not clone, `docker run` failed, ...
+                first, newline, rest = str(e).partition("\n")
+                raise LaunchError(f"{what}: {first} ({what_to_try(self.mode)}){newline}{rest}") from None
             self._require_open()
             if isinstance(provider, ReplicatedProvider):
                 urls = await self._wait_for_replicas(provider, started + timeout)
@@ -267,7 +271,8 @@ class Launcher:
         """Blocking (it may ask Docker for the log): the one-line error, then the log tail."""
         tail = provider.log_tail()
         return LaunchError(
-            f"{self.config.env} ({self.mode}): {reason}" + (f"; last lines of its log:\n{tail}" if tail else "")
+            f"{self.config.env} ({self.mode}): {reason} ({what_to_try(self.mode)})"
+            + (f"; last lines of its log:\n{tail}" if tail else "")
         )
 
     async def _wait_ready(self, http: httpx.AsyncClient, url: str, provider: Provider, deadline: float) -> None:
@@ -322,3 +327,12 @@ class Launcher:
         left = await asyncio.to_thread(relay.close_owned, self.owner)
         if left:
             logger.warning("closed %d loopback relay(s) whose server had gone: %s", len(left), ", ".join(left))
+
+
+def what_to_try(mode: str) -> str:
+    """What a failed launch's one line suggests: a server already running, a local copy of
+    the env (UV), or the other launch mode."""
+    running = "base_url for a server already running (`--base-url URL`)"
+    if mode == "uv":
+        return f"to try: {running}, provider_kwargs.project_path for a local copy of the env, or use_docker"
+    return f"to try: {running}, or the UV launch (without use_{mode})"

@@ -10,6 +10,9 @@ runtime's `AdapterEnv` installs these hooks there (`install`), never a pool or a
 - An uncaught `LaunchError` prints as `error: MESSAGE` instead of a traceback: a launch
   failure is the user's to fix (a wrong image, path or env), and its message (with the
   server's log tail) says all there is. Other exceptions keep Python's hook.
+- The soft open-file limit is raised to the hard one (`open_files.raise_soft_limit`): every
+  episode in flight holds a session and a model connection, and the soft limit most Linux
+  installs give a user (1,024) is far below what a trainer's batch needs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import logging
 import sys
 from types import TracebackType
 
+from openenvgen_runtime.launching import open_files
 from openenvgen_runtime.launching.errors import LaunchError
 
 RUNTIME_LOGGER = "openenvgen_runtime"
@@ -25,10 +29,11 @@ VERIFIERS_LOGGER = "verifiers.v1"
 
 
 def install() -> None:
-    """Route the runtime's logs like verifiers' and print launch failures as one line;
-    calling it again changes nothing."""
+    """Route the runtime's logs like verifiers', print launch failures as one line and raise
+    the soft open-file limit; calling it again changes nothing."""
     _route_logs_like_verifiers()
     _install_error_hook()
+    open_files.raise_soft_limit()
 
 
 def _route_logs_like_verifiers() -> None:

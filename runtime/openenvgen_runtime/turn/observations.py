@@ -5,8 +5,9 @@ An OpenEnv observation is a JSON object. The model gets:
 - **text**: the observation as compact JSON (the same `json.dumps` the runtime always
   sent), without `done` and `reward` (reported beside it), without `system_prompt` (sent
   as the system message, see `env_system_prompt`) and without hidden fields: `metadata`
-  always (it may identify the answer), plus every `hidden_fields` entry, a dotted path
-  (`board.solution`; a path through a list applies to each of its items);
+  (it may identify the answer) but for the keys a package names in `shown_metadata` (an
+  env that puts the question or whose turn it is there), plus every `hidden_fields`
+  entry, a dotted path (`board.solution`; a path through a list applies to each of its items);
 - **media**: images (png, jpeg, webp, gif) and audio (wav, mp3) as content parts, from
   fields whose name ends in `base64` (a base64 string, a `data:` URL, or a list of them)
   and from fields whose name ends in `asset_path` (a path the env serves over HTTP,
@@ -127,6 +128,8 @@ class ObservationView:
 
     hidden_fields: Iterable[str] = ()
     """Dotted paths never shown to the model, besides `metadata`."""
+    shown_metadata: Iterable[str] = ()
+    """Keys of `metadata` the model reads (`question`): `metadata` keeps only these."""
     max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES
     """Largest image or audio attachment, in bytes."""
     asset_base_url: str | None = None
@@ -143,6 +146,7 @@ class ObservationView:
         # Top-level names leave in the one pass that drops done/reward; paths walk.
         self._dropped = frozenset(NOT_IN_TEXT) | {p[0] for p in paths if len(p) == 1}
         self._hidden = tuple(p for p in paths if len(p) > 1)
+        self._shown_metadata = tuple(self.shown_metadata)
 
     def visible(self, observation: dict[str, Any]) -> dict[str, Any]:
         """The observation without the fields the model must not read (media still in)."""
@@ -150,6 +154,11 @@ class ObservationView:
         for key in self._dropped:
             if key in out:
                 del out[key]
+        metadata = observation.get("metadata") if self._shown_metadata else None
+        if isinstance(metadata, dict):
+            shown = {k: metadata[k] for k in self._shown_metadata if k in metadata}
+            if shown:
+                out["metadata"] = shown
         for path in self._hidden:
             out = _without(out, path)
         return out

@@ -9,6 +9,7 @@ import subprocess
 
 from openenvgen import catalog
 from openenvgen.catalog.listing import catalog_rows
+from openenvgen_runtime.replay.recording import recorded_envs
 from openenvgen_schemas.normalise import UnionMember, union_members
 from openenvgen_testsupport.paths import OPENENV_GEN
 
@@ -51,9 +52,14 @@ def test_list_shows_every_catalog_env_with_its_action_space() -> None:
     assert shown == {name: (env_id, kind, detail) for name, env_id, kind, detail in catalog_rows()}
     # Whether each env honours `seed`, as its capture measured it (data/seeding.json).
     assert seeds == {name: catalog.seeding()[name]["verdict"] for name in catalog.entries()}
-    # Whether each env plays an offline episode here: "none" exactly where the catalog says why not.
-    assert episodes == {name: "none" if entry.no_episode else "offline" for name, entry in catalog.entries().items()}
-    assert "none" in episodes.values() and "offline" in episodes.values()
+    # Whether each env plays offline (`openenv-gen replay NAME`): "server" exactly where the catalog
+    # says why not, "replay" exactly where the runtime ships a recorded session.
+    assert episodes == {name: "server" if entry.no_episode else "replay" for name, entry in catalog.entries().items()}
+    recorded = set(recorded_envs())
+    assert {name for name, episode in episodes.items() if episode == "replay"} == {
+        name for name, entry in catalog.entries().items() if entry.env_folder in recorded
+    }
+    assert "server" in episodes.values() and "replay" in episodes.values()
     # Which envs run model-written code on their server, and which variables their server needs.
     runs = {name for name, (code, _) in marks.items() if code == "runs"}
     assert runs == {name for name, entry in catalog.entries().items() if entry.defaults.executes_code}
@@ -158,10 +164,11 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
     assert [env["name"] for env in envs] == list(catalog.entries())
     for env in envs:
         assert list(env) == [
-            "name", "env_id", "package", "action", "fields", "tools", "members", "seed", "no_episode", "executes_code",
-            "server_env",
+            "name", "env_id", "package", "action", "fields", "tools", "members", "seed", "no_episode", "replay",
+            "executes_code", "server_env",
         ]  # fmt: skip
         assert env["no_episode"] == catalog.entries()[env["name"]].no_episode
+        assert env["replay"] is (env["no_episode"] is None)
         assert env["executes_code"] == catalog.entries()[env["name"]].defaults.executes_code
         assert env["server_env"] == list(catalog.entries()[env["name"]].defaults.server_env)
         measured = catalog.seeding()[env["name"]]
@@ -178,6 +185,7 @@ def test_list_json_has_stable_keys_and_agrees_with_the_columns() -> None:
         "members": None,
         "seed": {"verdict": catalog.seeding()["wordle"]["verdict"], "summary": catalog.seeding()["wordle"]["summary"]},
         "no_episode": None,
+        "replay": True,
         "executes_code": False,
         "server_env": [],
     }

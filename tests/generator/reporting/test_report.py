@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
+from openenvgen.cli.base import console
 from openenvgen.errors import SchemaError
 from openenvgen.reporting.plots import capacity_plot, histogram, histogram_plot
 from openenvgen.reporting.report import (
@@ -60,6 +61,16 @@ def test_the_terminal_shows_env_text_inert_on_one_line_each() -> None:
     text = console.export_text(styles=False)
     assert len(text.splitlines()) == 1 + len(TITLES) + 1  # the hostile \n\r broke no line
     assert "[bold red]markup[/bold red]" in text and "\\x1b[2J\\x1b]0;owned\\x07" in text  # shown, not obeyed
+
+
+def test_piped_or_redirected_the_summary_keeps_full_lines() -> None:
+    """Not on a terminal (a CI log), rich would cut each line at 80 columns ("reset p95 2.2 …")."""
+    out = io.StringIO()
+    console(file=out).print(terminal_summary(sample_report()))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 + len(TITLES) + 1
+    assert max(map(len, lines)) > 80 and not any(line.rstrip().endswith("…") for line in lines), lines
+    assert "\x1b[" not in out.getvalue()  # no colour codes in a file
 
 
 def test_exit_status_is_non_zero_only_when_a_check_fails() -> None:

@@ -102,3 +102,24 @@ def test_an_observation_that_does_not_validate_is_kept_and_reported_once(caplog:
     warnings = [r.getMessage() for r in caplog.records if "does not match" in r.getMessage()]
     assert len(warnings) == 1
     assert "board_pkg" in warnings[0] and "_Board at board.0.1" in warnings[0]
+
+
+def test_a_connection_that_cannot_start_is_one_line_uncaught(tmp_path: Any) -> None:
+    """A user's script whose `connect()` cannot reach its server ends with the error's one
+    line, as a run does, not a traceback."""
+    import subprocess
+    import sys
+
+    from openenvgen_servers.ports import free_port
+
+    url = f"http://127.0.0.1:{free_port('127.0.0.1')}"
+    script = (
+        "from wordle_openenv import connect\n"
+        f"with connect(base_url={url!r}, startup_timeout=2, unavailable_timeout=2) as env:\n"
+        "    pass\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=280, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    (line,) = run.stderr.strip().splitlines()
+    assert line.startswith(f"error: {url}: cannot read the env's /schema"), line

@@ -276,8 +276,11 @@ def test_vf_eval_shows_launch_progress_and_a_failed_launch_as_one_line(
     assert crash.returncode != 0
     assert "Traceback" not in crash.stderr, crash.stderr[-3000:]
     (line,) = [line for line in crash.stderr.splitlines() if line.startswith("error: ")]
+    # The one line says what to try: a running server, a local copy of the env, Docker.
     assert line.startswith(
-        "error: test/guess-env (uv): server exited with code 1 while starting; last lines of its log:"
+        "error: test/guess-env (uv): server exited with code 1 while starting (to try: base_url for a server "
+        "already running (`--base-url URL`), provider_kwargs.project_path for a local copy of the env, or "
+        "use_docker); last lines of its log:"
     )
     assert "crashing on purpose" in crash.stderr.split(line, 1)[1]
     assert len(model.requests) == 1  # the crash run never reached the model
