@@ -62,6 +62,7 @@ from openenvgen_runtime.fleet.pool import ServerPool
 from openenvgen_runtime.hooks.drift import check_drift
 from openenvgen_runtime.hooks.extensions import NO_EXTENSION, Extension
 from openenvgen_runtime.hooks.typed_hooks import NO_MODELS, RESET, STEP, ObservationModels
+from openenvgen_runtime.launching import open_files
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.trl import runner
 from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction, ToolCallRequest
@@ -128,6 +129,7 @@ class _Shared:
         # Every instance of a batch is reset before any acts: each may need a server of its own.
         self.config.max_servers = max(self.max_servers, self.instances)
         if self.pool is None:
+            open_files.require_for(self.config)  # as the verifiers path: the soft limit raised, the plan checked
             pool = ServerPool(self.config, mcp=self.taskset.IS_MCP)
             runner.on_close(self.close)
             await pool.start()
