@@ -212,6 +212,22 @@ def tree_pids(root: int, marker: str | None = None) -> set[int]:
     return found
 
 
+def reading(root: int) -> dict[str, float]:
+    """RSS and PSS (MiB) and open file descriptors of the process tree of `root`."""
+    kb = {"VmRSS:": 0, "Pss:": 0}
+    fds = 0
+    for pid in tree_pids(root):
+        try:
+            for name in (f"/proc/{pid}/status", f"/proc/{pid}/smaps_rollup"):
+                for line in Path(name).read_text().splitlines():
+                    if line.split(":")[0] + ":" in kb:
+                        kb[line.split()[0]] += int(line.split()[1])
+            fds += len(os.listdir(f"/proc/{pid}/fd"))
+        except (OSError, ValueError):
+            continue  # gone between the listing and the read
+    return {"rss_mib": round(kb["VmRSS:"] / 1024, 1), "pss_mib": round(kb["Pss:"] / 1024, 1), "fds": fds}
+
+
 def marked_pids(marker: str) -> list[int]:
     needle = marker.encode()
     return [
@@ -242,16 +258,16 @@ def log(message: str) -> None:
 class DelayedModel:
     """An ASGI wrapper that answers each chat completion `delay` seconds late, as a real
     model's turn takes time: episodes then overlap as they would in training, which a
-    scripted model answering in a millisecond never makes them do."""
+    scripted model answering in a millisecond never makes them do. `requests` counts them."""
 
     def __init__(self, app: Any, delay: float) -> None:
-        self.app = app
-        self.delay = delay
+        self.app, self.delay, self.requests = app, delay, 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         import asyncio
 
         if scope.get("type") == "http" and str(scope.get("path", "")).endswith("/chat/completions"):
+            self.requests += 1
             await asyncio.sleep(self.delay)
         await self.app(scope, receive, send)
 
@@ -508,7 +524,7 @@ async def play(
 ) -> dict[str, Any]:
     """`task_data` through one `EnvClient` (prime-rl's orchestrator), `concurrency` in flight:
     episodes ok and successful (ok and `openenv_reward` 1.0), the peak in flight, the first
-    errors, and the wall time from the first sent to the last back."""
+    errors, the wall time from the first sent to the last back, and each episode's (`walls`)."""
     import verifiers.v1 as vf
     from verifiers.v1.serve import EnvClient
 
@@ -518,9 +534,11 @@ async def play(
     client, gate = EnvClient(address), asyncio.Semaphore(concurrency)
     counts = {"episodes": len(task_data), "ok": 0, "successful": 0, "in_flight": 0, "peak_in_flight": 0}
     errors: collections.Counter[str] = collections.Counter()
+    walls: list[float] = []
 
     async def one(data: dict[str, Any]) -> None:
         async with gate:
+            sent = time.perf_counter()
             counts["in_flight"] += 1
             counts["peak_in_flight"] = max(counts["peak_in_flight"], counts["in_flight"])
             try:
@@ -538,6 +556,7 @@ async def play(
                 errors[f"{type(e).__name__}: {str(e)[:120]}"] += 1
             finally:
                 counts["in_flight"] -= 1
+                walls.append(round(time.perf_counter() - sent, 4))
 
     try:
         await client.wait_for_server_startup(timeout=startup)
@@ -546,7 +565,7 @@ async def play(
         wall = time.perf_counter() - started
     finally:
         await client.close()
-    return {**counts, "wall_s": round(wall, 2), "errors": dict(errors.most_common(5))}
+    return {**counts, "wall_s": round(wall, 2), "errors": dict(errors.most_common(5)), "walls": walls}
 
 
 def row(

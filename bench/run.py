@@ -26,9 +26,10 @@ against the benchmark's own target, and the ratio between them beside the A/A ra
 Quick mode: P1 and P2 5 rounds instead of 9; P3 2,000 steps instead of 5,000; P4 16
 episodes at 4 only (not also 64 at 16); P5 32 episodes and one round instead of 64 and two;
 P6 N = 2 instead of 4 on `null`; P8 8 tasks instead of 64; P9 100 episodes per timing instead
-of 200; R4 64@16 instead of 256@64; R5 64 episodes x 2 rounds at 4 in flight instead of 256
-x 3 at 8; R6 2,000 episodes in segments of 500 instead of 20,000 in 1,000; S1 8 episodes and
-two rounds instead of 24 and three.
+of 200; P10 the same (1,024 in flight is its point); R4 64@16 instead of 256@64; R5 64
+episodes x 2 rounds at 4 in flight instead of 256 x 3 at 8; R6 2,000 episodes in segments of
+500 instead of 20,000 in 1,000; S1 8 episodes and two rounds instead of 24 and three; T1 200
+tool calls each instead of 600.
 """
 
 from __future__ import annotations
@@ -60,10 +61,12 @@ BENCHMARKS = {
     "P6": "p6_cpu",
     "P8": "p8_served",
     "P9": "p9_hooks",
+    "P10": "p10_open_files",
     "R4": "r4_fleet",
     "R5": "r5_cluster",
     "R6": "r6_soak",
     "S1": "s1_sandbox",
+    "T1": "t1_trl",
 }
 """Benchmark id -> its module in bench/, in the page's order."""
 FAILED = "(failed to run)"
