@@ -41,6 +41,7 @@ from typing import Any
 
 from openenvgen_servers.processes import stop_process_group
 from openenvgen_servers.wire import NotHealthy, wait_healthy
+from openenvgen_testsupport.adapters import marked_processes
 from openenvgen_testsupport.paths import OPENENV_GEN, ROOT, UV_FIXTURE_APP, UV_FIXTURE_PROJECT
 
 BENCH = ROOT / "bench"
@@ -228,15 +229,6 @@ def reading(root: int) -> dict[str, float]:
     return {"rss_mib": round(kb["VmRSS:"] / 1024, 1), "pss_mib": round(kb["Pss:"] / 1024, 1), "fds": fds}
 
 
-def marked_pids(marker: str) -> list[int]:
-    needle = marker.encode()
-    return [
-        int(e.name)
-        for e in os.scandir("/proc")
-        if e.name.isdigit() and int(e.name) != os.getpid() and _has_marker(int(e.name), needle)
-    ]
-
-
 @contextmanager
 def docker_host(host: str | None) -> Iterator[None]:
     """DOCKER_HOST `host` (None: as it is) for this process and what it spawns, in the block."""
@@ -414,7 +406,7 @@ def run_eval(
     cpu = _children_cpu() - cpu_before
     # Anything the run started and left behind (servers, harness programs) is ours to stop.
     time.sleep(1.0)
-    for pid in marked_pids(marker):
+    for pid in marked_processes(marker):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

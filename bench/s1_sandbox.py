@@ -33,7 +33,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import cli, docker_host, log, marked_pids, process_cpu_s, spread
+from common import cli, docker_host, log, process_cpu_s, spread
+
+from openenvgen_testsupport.adapters import marked_processes
 
 TARGET_RATIO = 1.15
 SIDES = ("uv", "runc", "gvisor")
@@ -87,7 +89,7 @@ def _container_cpu_s(container_id: str) -> float | None:
 
 def _servers_cpu_s(env: Any, side: str, marker: str) -> float | None:
     if side == "uv":
-        return sum(process_cpu_s(pid) for pid in marked_pids(marker))
+        return sum(process_cpu_s(pid) for pid in marked_processes(marker))
     total = 0.0
     for server in env.pool.servers:
         cpu = _container_cpu_s(getattr(server.provider, "container_id", None) or "")

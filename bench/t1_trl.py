@@ -74,20 +74,16 @@ def handwritten_class(base_url: str) -> type:
     return Wordle
 
 
-def tool(instance: Any) -> Any:
-    """The instance's one tool, as GRPOTrainer collects them (close is the hand-written one's)."""
-    (name,) = (
-        n
-        for n, _ in inspect.getmembers(type(instance), inspect.isfunction)
-        if not n.startswith("_") and n not in {"reset", "get_reward", "close"}
-    )
-    return getattr(instance, name)
-
-
 def per_call(classes: dict[str, type], calls: int) -> dict[str, float]:
     """Median seconds per tool call of each class's instance, taking turns call by call."""
     instances = {name: cls() for name, cls in classes.items()}
-    tools = {name: tool(instance) for name, instance in instances.items()}
+    # The one tool of each, as GRPOTrainer collects them (close is the hand-written one's own).
+    tools = {
+        name: getattr(x, n)
+        for name, x in instances.items()
+        for n, _ in inspect.getmembers(type(x), inspect.isfunction)
+        if not n.startswith("_") and n not in {"reset", "get_reward", "close"}
+    }
     times: dict[str, list[float]] = {name: [] for name in classes}
     order, names = random.Random(20251), list(classes)
     for i in range(calls):
@@ -104,19 +100,17 @@ def per_call(classes: dict[str, type], calls: int) -> dict[str, float]:
     return {name: median(t) for name, t in times.items()}
 
 
-def rss_mib() -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(next(x for x in status.splitlines() if x.startswith("VmRSS:")).split()[1]) / 1024
-
-
 def per_instance(cls: type) -> float:
     """MiB of this process's resident memory per instance, over INSTANCES reset instances."""
-    gc.collect()
-    before = rss_mib()
-    instances = [cls() for _ in range(INSTANCES)]
+
+    def rss_mib() -> float:
+        gc.collect()
+        status = Path("/proc/self/status").read_text().splitlines()
+        return int(next(x for x in status if x.startswith("VmRSS:")).split()[1]) / 1024
+
+    before, instances = rss_mib(), [cls() for _ in range(INSTANCES)]
     for instance in instances:
         instance.reset()
-    gc.collect()
     grown = rss_mib() - before
     for instance in instances:
         instance.close()
