@@ -60,17 +60,19 @@ def soft_limit_of(pid: int) -> int | None:
 
 def measured_run(in_flight: int, soft: int, url: str, model: DelayedModel, model_url: str, out: Path) -> dict:
     """A fresh worker spawned with soft limit `soft`, one warm-up episode, `in_flight` at once."""
-    data = client_tasks(served_config("runtime", url, in_flight))
+    config = served_config("runtime", url, in_flight)
+    data = client_tasks(config)
     out.mkdir(parents=True, exist_ok=True)
     peak = {"pss_mib": 0.0, "fds": 0}
     done = threading.Event()
     with ExitStack() as stack:
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        before = resource.getrlimit(resource.RLIMIT_NOFILE)
+        hard = before[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))  # the spawned worker inherits it
         try:
-            server = stack.enter_context(env_server(served_config("runtime", url, in_flight), 1, out / "server.log"))
+            server = stack.enter_context(env_server(config, 1, out / "server.log"))
         finally:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, before)
 
         def sample() -> None:
             while not done.wait(0.25):
