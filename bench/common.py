@@ -53,9 +53,7 @@ ENV_ID = "test/guess-env"
 
 def bench_env() -> dict[str, str]:
     """os.environ with the venv's bin first on PATH (uv, vf-eval, openenv-gen)."""
-    env = dict(os.environ)
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 def write_eval_config(out_dir: Path, *, model_url: str, episodes: int, concurrency: int, env: dict[str, Any]) -> Path:
@@ -98,11 +96,8 @@ def load_average() -> list[float]:
 def machine() -> dict[str, Any]:
     """Where and when a run ran: the machine, its load, and the commit (with the paths the
     tree held changed or untracked beyond it)."""
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    cpu = re.search(r"model name\s*:\s*(.+)", cpuinfo)
-    mem = re.search(
-        r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
-    )
+    cpu = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
+    mem = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
@@ -122,34 +117,28 @@ def machine() -> dict[str, Any]:
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def _stat(pid: int | str) -> list[bytes]:
+    """/proc/PID/stat's fields after "pid (comm) " (comm may hold spaces and parens)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        stat = fh.read()
+    return stat[stat.rindex(b")") + 2 :].split()
+
+
 def process_cpu_s(pid: int) -> float:
-    """CPU-seconds of `pid` itself plus every child it has waited for (utime, stime,
-    cutime, cstime of /proc/PID/stat); 0 for a process that is gone."""
+    """CPU-seconds of `pid` plus the children it has reaped (utime..cstime); 0 once gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
+        return sum(int(x) for x in _stat(pid)[11:15]) / _CLK_TCK
     except OSError:
         return 0.0
-    fields = stat[stat.rindex(b")") + 2 :].split()
-    # after "pid (comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt
-    # cmajflt utime stime cutime cstime ...
-    return sum(int(x) for x in fields[11:15]) / _CLK_TCK
 
 
-def tree_cpu_s(root: int, marker: str | None = None) -> float:
-    """CPU-seconds of a live process tree so far: each live process's own time plus that
-    of the children it has reaped (a child that exited and was waited for is in its
-    parent's cutime/cstime, so nothing is lost between two readings)."""
-    return sum(process_cpu_s(pid) for pid in tree_pids(root, marker))
+def tree_cpu_s(root: int) -> float:
+    """CPU-seconds of a live process tree so far (reaped children are in cutime/cstime)."""
+    return sum(process_cpu_s(pid) for pid in tree_pids(root))
 
 
 def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
-    """min / median / max of `values`."""
-    return {
-        "min": round(min(values), digits),
-        "median": round(median(values), digits),
-        "max": round(max(values), digits),
-    }
+    return {k: round(f(values), digits) for k, f in (("min", min), ("median", median), ("max", max))}
 
 
 @dataclass
@@ -169,47 +158,19 @@ def run_timed(
     return Timed(time.perf_counter() - start, proc.returncode, proc.stdout, proc.stderr)
 
 
-def _children_map() -> dict[int, list[int]]:
+def tree_pids(root: int) -> set[int]:
+    """`root` and its descendants."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                stat = fh.read()
-            # pid (comm) state ppid ...: comm may hold spaces and parens, so split after the last ')'.
-            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
-def _has_marker(pid: int, marker: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return marker in fh.read()
-    except OSError:
-        return False
-
-
-def tree_pids(root: int, marker: str | None = None) -> set[int]:
-    """`root` and its descendants, plus every process whose environment carries `marker`
-    (servers and harness programs that a run starts, even if reparented)."""
-    children = _children_map()
+            children.setdefault(int(_stat(entry.name)[1]), []).append(int(entry.name))
+        except (OSError, ValueError):
+            continue  # not a process, or gone
     found, stack = set(), [root]
     while stack:
-        pid = stack.pop()
-        if pid in found:
-            continue
-        found.add(pid)
-        stack.extend(children.get(pid, []))
-    if marker:
-        needle = marker.encode()
-        for pids in children.values():
-            for pid in pids:
-                if pid not in found and _has_marker(pid, needle):
-                    found.add(pid)
+        if (pid := stack.pop()) not in found:
+            found.add(pid)
+            stack.extend(children.get(pid, []))
     return found
 
 
@@ -256,8 +217,6 @@ class DelayedModel:
         self.app, self.delay, self.requests = app, delay, 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        import asyncio
-
         if scope.get("type") == "http" and str(scope.get("path", "")).endswith("/chat/completions"):
             self.requests += 1
             await asyncio.sleep(self.delay)
