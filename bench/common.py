@@ -302,8 +302,7 @@ def scripted_model() -> Iterator[str]:
 
 def run_eval(
     adapter: str,
-    transport: dict[str, Any],
-    *,
+    transport: dict,
     episodes: int,
     concurrency: int,
     model_url: str,
@@ -312,8 +311,8 @@ def run_eval(
     timeout: float,
     seat: str | None = None,
 ) -> dict[str, Any]:
-    """One `vf-eval` process of `episodes` on one task; returns counts, wall time and CPU
-    time of its tree. `seat`: the runtime's default is the in-process seat, the built-in's `null`."""
+    """One `vf-eval` process of `episodes` on one task (`concurrency` at once): counts, wall
+    time and CPU time of its tree. `seat`: by default the runtime's in-process, the built-in's `null`."""
     seat = seat or ("in-process" if adapter == "runtime" else "null")
     if adapter == "runtime":
         taskset = {"id": PACKAGE_ID, **transport}

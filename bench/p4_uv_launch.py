@@ -43,15 +43,10 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
             # The built-in first on the small size (its failures are fast), the runtime first on the big one.
             order = ("builtin", "runtime") if episodes <= 16 else ("runtime", "builtin")
             for adapter in order:
+                out = workdir / f"p4-{episodes}x{concurrency}-{adapter}"
+                transport = _uv_transport(max_servers)
                 pair[adapter] = run_eval(
-                    adapter,
-                    _uv_transport(max_servers),
-                    episodes=episodes,
-                    concurrency=concurrency,
-                    model_url=model_url,
-                    package_dir=package_dir,
-                    out_dir=workdir / f"p4-{episodes}x{concurrency}-{adapter}",
-                    timeout=timeouts[adapter],
+                    adapter, transport, episodes, concurrency, model_url, package_dir, out, timeouts[adapter]
                 )
             runs.append(
                 {

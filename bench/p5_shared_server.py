@@ -39,18 +39,9 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         runs: list[dict[str, Any]] = []
         for r in range(rounds):
             for adapter, seat in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+                out = workdir / f"p5-{r}-{adapter}-{seat}"
                 runs.append(
-                    run_eval(
-                        adapter,
-                        {"base_url": url},
-                        episodes=episodes,
-                        concurrency=concurrency,
-                        model_url=model_url,
-                        package_dir=package_dir,
-                        out_dir=workdir / f"p5-{r}-{adapter}-{seat}",
-                        timeout=1200,
-                        seat=seat,
-                    )
+                    run_eval(adapter, {"base_url": url}, episodes, concurrency, model_url, package_dir, out, 1200, seat)
                 )
         by = {f"{a}/{s}": [x for x in runs if x["adapter"] == a and x["seat"] == s] for a, s in VARIANTS}
         ours, ours_null, builtin = by["runtime/in-process"], by["runtime/null"], by["builtin/null"]

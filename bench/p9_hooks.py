@@ -194,16 +194,7 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         cpu, n = {}, 64
         for variant, size in (("a", n), ("a", 4 * n), ("c", n)):
             out = workdir / f"p9-{variant}-{size}"
-            x = run_eval(
-                "runtime",
-                {"base_url": url},
-                episodes=size,
-                concurrency=16,
-                model_url=model_url,
-                package_dir=dirs[variant],
-                out_dir=out,
-                timeout=900,
-            )
+            x = run_eval("runtime", {"base_url": url}, size, 16, model_url, dirs[variant], out, 900)
             if x["successful"] != size:
                 raise RuntimeError(f"P9 {variant}: {x['successful']}/{size} successful, errors {x['errors']}")
             cpu[(variant, size)] = x["cpu_s"]

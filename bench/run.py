@@ -35,6 +35,7 @@ tool calls each instead of 600.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import os
@@ -94,7 +95,8 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
     """Rows `<id>-vs-<commit>`: this tree and `tree` taking turns, with an A/A control; each
     side's figure is its row's ratio (rows with a number for one), judged by its own target."""
     sides = {"this": Path(sys.executable), "that": tree / ".venv" / "bin" / "python", "this again": None}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(git, cwd=tree, capture_output=True, text=True).stdout.strip()
     seen: dict[str, dict[str, list[dict[str, Any]]]] = {}
     before = load_average()
     for r in range(rounds):
@@ -111,11 +113,11 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
     for bid, by_side in seen.items():
         med = {side: statistics.median(x["ratio"] for x in xs) for side, xs in by_side.items()}
         met = {side: sum(bool(x["meets_target"]) for x in xs) for side, xs in by_side.items()}
-        if len(med) == 3:
+        if len(med) == 3:  # a benchmark with a figure on every side
             rows.append(
                 row(
-                    f"{bid}-vs-{commit.stdout.strip()}",
-                    f"{bid} beside `{commit.stdout.strip()}` ({tree}), {rounds} rounds taking turns, A/A control",
+                    f"{bid}-vs-{commit}",
+                    f"{bid} beside `{commit}` ({tree}), {rounds} rounds taking turns, A/A control",
                     f"{bid}'s target, met by this tree in every round",
                     f"{bid}'s ratio, median of {rounds}: this tree {med['this']:.3g} (target met "
                     f"{met['this']}/{rounds}), that tree {med['that']:.3g} ({met['that']}/{rounds}), "
@@ -154,8 +156,6 @@ def table(rows: list[dict[str, Any]], run_column: bool) -> list[str]:
 
 def how(bid: str) -> str:
     """A benchmark's method: its module docstring's first paragraph, on one line."""
-    import ast
-
     path = BENCH / f"{BENCHMARKS[bid.split('-')[0]]}.py"
     doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
     return " ".join(doc.split("\n\n")[0].split())
