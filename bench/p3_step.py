@@ -34,29 +34,6 @@ SEED = 20250
 ACTION = {"message": "[slate]"}
 
 
-def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
-    """Per-step bodies, each on its own session."""
-
-    async def raw(client: Any) -> Any:
-        return await client.step(ACTION)
-
-    async def runtime(client: Any) -> Any:
-        result = await step(client, space.parse(REPLY))
-        score.add(result.reward)
-        await turn(result.observation, space, result.reward)
-        return result
-
-    async def step_only(client: Any) -> Any:
-        return await step(client, ACTION)
-
-    return {
-        "raw": raw,
-        AA: raw,  # the A/A control: the same loop again, on its own session
-        "runtime": runtime,
-        "runtime's step alone": step_only,
-    }
-
-
 async def _interleaved(
     url: str, rounds: int, per_session: int, variants: dict[str, Any]
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
@@ -129,17 +106,26 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=models.WordGuessAction, action_schema=schema)
         assert space.parse(REPLY) == ACTION, space.parse(REPLY)
-        view = ObservationView(asset_base_url=str(url))
+        view, score = ObservationView(asset_base_url=str(url)), Score()
 
-        async def turn(observation: dict[str, Any], space: ActionSpace, reward: float | None) -> Any:
-            return await next_turn(view, space, observation, reward)
+        async def raw(client: Any) -> Any:
+            return await client.step(ACTION)
 
-        variants = _variants(space, step_action, turn, Score())
+        async def runtime(client: Any) -> Any:
+            result = await step_action(client, space.parse(REPLY))
+            score.add(result.reward)
+            await next_turn(view, space, result.observation, result.reward)
+            return result
+
+        async def step_only(client: Any) -> Any:
+            return await step_action(client, ACTION)
+
+        # Per-step bodies, each on its own session; the A/A control is the raw loop again.
+        variants = {"raw": raw, AA: raw, "runtime": runtime, "runtime's step alone": step_only}
 
         async def main() -> tuple[dict[str, list[float]], dict[str, list[float]]]:
             await _interleaved(url, 100, 100, variants)  # warm-up: connections, first-call caches
-            times, cpu_times = await _interleaved(url, rounds, per_session, variants)
-            return times, cpu_times
+            return await _interleaved(url, rounds, per_session, variants)
 
         times, cpu_times = asyncio.run(main())
     raw, ours, aa = median(times["raw"]), median(times["runtime"]), median(times[AA])
