@@ -23,16 +23,16 @@ import platform
 import re
 import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from openenvgen_servers.processes import stop_process_group
@@ -73,10 +73,6 @@ def eval_env(package_dir: Path | None = None, **extra: str) -> dict[str, str]:
     if package_dir is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(package_dir), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env
-
-
-def median(values: Iterable[float]) -> float:
-    return statistics.median(list(values))
 
 
 def load_average() -> list[float]:
@@ -278,23 +274,17 @@ def guess_setup(workdir: Path, shared: bool = False, sessions: int = 0) -> Itera
     `shared`) one server of the concurrent-safe app (bench/envs/guess_concurrent.py, taking
     `sessions` at once if given) that every side is given as `base_url`: (package, model
     URL, server URL)."""
-    package_dir = generate_package(Path(tempfile.mkdtemp(prefix="guess-", dir=workdir)))
-    env_vars = {"PYTHONPATH": str(BENCH / "envs")} | ({"GUESS_ENV_MAX_SESSIONS": str(sessions)} if sessions else {})
-    with scripted_model() as model_url:
-        if not shared:
-            yield package_dir, model_url, ""
-            return
-        with uv_server(CONCURRENT_APP, env_vars=env_vars) as url:
-            yield package_dir, model_url, url
-
-
-@contextmanager
-def scripted_model() -> Iterator[str]:
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
 
-    with serve_app(ScriptedChatModel(Script(SCRIPT))) as url:
-        yield str(url)
+    package_dir = generate_package(Path(tempfile.mkdtemp(prefix="guess-", dir=workdir)))
+    env_vars = {"PYTHONPATH": str(BENCH / "envs")} | ({"GUESS_ENV_MAX_SESSIONS": str(sessions)} if sessions else {})
+    with serve_app(ScriptedChatModel(Script(SCRIPT))) as model_url:
+        if not shared:
+            yield package_dir, str(model_url), ""
+            return
+        with uv_server(CONCURRENT_APP, env_vars=env_vars) as url:
+            yield package_dir, str(model_url), url
 
 
 # --------------------------------------------------------------------------- vf-eval
