@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -127,21 +126,11 @@ def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
     return {k: round(f(values), digits) for k, f in (("min", min), ("median", median), ("max", max))}
 
 
-@dataclass
-class Timed:
-    seconds: float
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_timed(
-    cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
-) -> Timed:
-    """Wall time of a whole process, from fork to exit."""
+def run_timed(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall time of a whole process, from fork to exit, and the process."""
     start = time.perf_counter()
-    proc = subprocess.run(list(cmd), cwd=cwd, env=env or bench_env(), capture_output=True, text=True, timeout=timeout)
-    return Timed(time.perf_counter() - start, proc.returncode, proc.stdout, proc.stderr)
+    proc = subprocess.run(list(cmd), cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return time.perf_counter() - start, proc
 
 
 def tree_pids(root: int) -> set[int]:

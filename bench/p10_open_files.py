@@ -52,12 +52,6 @@ RUNS = ((NARROW, 1024), (WIDE, 1024), (WIDE, 256))
 """(episodes in flight, the worker's soft open-file limit at spawn), in the order run."""
 
 
-def soft_limit_of(pid: int) -> int | None:
-    """The soft open-file limit a live process runs with (/proc/PID/limits)."""
-    line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines() if x.startswith("Max open files"))
-    return int(line.split()[3])
-
-
 def measured_run(in_flight: int, soft: int, url: str, model: DelayedModel, model_url: str, out: Path) -> dict:
     """A fresh worker spawned with soft limit `soft`, one warm-up episode, `in_flight` at once."""
     config = served_config("runtime", url, in_flight)
@@ -87,7 +81,8 @@ def measured_run(in_flight: int, soft: int, url: str, model: DelayedModel, model
         turns = (model.requests - asked) / len(data)  # the scripted episodes all take as many
         done.set()
         sampler.join()
-        worker_soft = soft_limit_of(server.pid)
+        limits = Path(f"/proc/{server.pid}/limits").read_text().splitlines()
+        worker_soft = int(next(x for x in limits if x.startswith("Max open files")).split()[3])
     added = [(w - turns * MODEL_DELAY_S) / turns * 1e3 for w in played["walls"]]
     pct = statistics.quantiles(added, n=100, method="inclusive")
     result = {

@@ -87,7 +87,7 @@ class Episode:
     async def play(self, replies: list[str]) -> None:
         from verifiers.v1.utils.decorators import invoke_all
 
-        from openenvgen_runtime.episodes.episode import _step, next_turn
+        from openenvgen_runtime.episodes.episode import next_turn, step_action
         from openenvgen_runtime.hooks.typed_hooks import INFO_KEY, RESET, STEP, entry
         from openenvgen_runtime.turn.observations import final_info
         from openenvgen_runtime.turn.scoring import Score
@@ -99,7 +99,7 @@ class Episode:
         await next_turn(self.view, self.space, last, extension=ext, models=self.models, kind=RESET)
         client = Scripted([("higher", 0.0, False), ("right", 1.0, True)])
         for reply in replies:
-            result = await _step(client, self.space.parse(reply))
+            result = await step_action(client, self.space.parse(reply))
             last = result.observation
             if ext.records:
                 self.seen.append(entry(STEP, last, result.reward, bool(result.done)))
