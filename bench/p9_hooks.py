@@ -97,7 +97,13 @@ class Episode:
         if ext.records:
             self.seen.append(entry(RESET, last, 0.0, False))
         await next_turn(self.view, self.space, last, extension=ext, models=self.models, kind=RESET)
-        client = Scripted([("higher", 0.0, False), ("right", 1.0, True)])
+        answers = iter([("higher", 0.0, False), ("right", 1.0, True)])
+
+        async def step(action: dict[str, Any]) -> Any:  # the env's session, without I/O
+            hint, reward, done = next(answers)
+            return SimpleNamespace(observation={"hint": hint, "metadata": {}}, reward=reward, done=done)
+
+        client = SimpleNamespace(step=step)
         for reply in replies:
             result = await step_action(client, self.space.parse(reply))
             last = result.observation
@@ -113,17 +119,6 @@ class Episode:
             hooks = list(ext.hooks(kind, self.models))
             values = await invoke_all(hooks, {"task": None, "trace": trace})
             self.scores.update({fn.__name__: value for fn, value in zip(hooks, values, strict=True)})
-
-
-class Scripted:
-    """A session that answers each step with the next of its (hint, reward, done), no I/O."""
-
-    def __init__(self, results: list[tuple[str, float, bool]]) -> None:
-        self.results = iter(results)
-
-    async def step(self, action: dict[str, Any]) -> Any:
-        hint, reward, done = next(self.results)
-        return SimpleNamespace(observation={"hint": hint, "metadata": {}}, reward=reward, done=done)
 
 
 def taskset() -> Any:

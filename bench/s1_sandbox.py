@@ -6,17 +6,15 @@ Docker sandbox on runc (the machine's daemon) and the Docker sandbox on gVisor (
 a throwaway daemon that registers it with `--platform=ptrace --network=host
 --host-uds=all`; the image is loaded into it with `docker save | docker load`).
 
-Each run is one `serving()` of the generated package, in this process, two servers, two
-episodes at a time: start-up is the time until the first server answers; two warm-up
-episodes at once bring up the second; then N episodes
-(8 with --quick, 24 otherwise; two rounds with --quick, three otherwise). CPU-s per episode
-counts everything the episodes cost, over the episodes only (start-up apart): this process
-(the runtime, and for the sandbox its host relay) from `getrusage`, plus the servers: for
-UV the server processes and the children they reaped (/proc, found by a marker variable),
-for Docker each container's cgroup (`cpu.stat` usage_usec: the shim, the server, the model's
-code; under gVisor, the sandbox's own kernel too). Episodes/min is N over the episodes' wall
-time. The headline ratio is the runc sandbox's CPU-s per episode over UV's (medians over the
-rounds); target ≤ 1.15. gVisor's cost is measured and shown, without a target.
+Each run is one `serving()` of the generated package in this process, two servers, two
+episodes at a time: start-up is until the first server answers; two warm-up episodes at once
+bring up the second; then N episodes (quick: 8 and two rounds; else 24 and three). CPU-s per
+episode, over the episodes only: this process (the runtime; for the sandbox its host relay)
+from `getrusage`, plus the servers: UV's server processes and their reaped children (/proc,
+by a marker variable), Docker's container cgroups (`cpu.stat` usage_usec: shim, server, the
+model's code; under gVisor its kernel too). Episodes/min is N over the episodes' wall time.
+Headline: runc's CPU-s per episode over UV's (medians over the rounds), target ≤ 1.15;
+gVisor's is shown, without a target.
 """
 
 from __future__ import annotations
