@@ -51,7 +51,7 @@ def bench_env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def write_eval_config(out_dir: Path, *, model_url: str, episodes: int, concurrency: int, env: dict[str, Any]) -> Path:
+def write_eval_config(out_dir: Path, model_url: str, episodes: int, concurrency: int, env: dict[str, Any]) -> Path:
     """`out_dir/eval.toml`: one vf-eval run against the bench's scripted model; `episodes`
     is the rollouts per task (`num_rollouts`)."""
     import tomli_w
@@ -298,7 +298,7 @@ def run_eval(
     else:
         taskset = {"id": "openenv", **{k: v for k, v in transport.items() if k != "max_servers"}}
     env_config = {"taskset": taskset, "player": PLAYERS[seat]}
-    config = write_eval_config(out_dir, model_url=model_url, episodes=episodes, concurrency=concurrency, env=env_config)
+    config = write_eval_config(out_dir, model_url, episodes, concurrency, env_config)
     marker = f"OPENENVGEN_BENCH_{uuid.uuid4().hex}"
     env = eval_env(package_dir if adapter == "runtime" else None, **{marker: "1"})
     cpu_before = _children_cpu()  # vf-eval reaps its own children
@@ -322,9 +322,7 @@ def run_eval(
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    records = []
-    for traces in sorted(out_dir.glob("*/traces.jsonl")):
-        records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
+    records = traces(out_dir)
     episode_phase = _episode_phase(records)
     errors: collections.Counter[str] = collections.Counter()
     ok = success = 0
@@ -359,6 +357,12 @@ def run_eval(
         + (" TIMED OUT" * timed_out)
     )
     return result
+
+
+def traces(out_dir: Path) -> list[dict[str, Any]]:
+    """The records of a `vf-eval` run's traces.jsonl files under `out_dir`."""
+    files = sorted(out_dir.glob("*/traces.jsonl"))
+    return [json.loads(line) for path in files for line in path.read_text().splitlines() if line.strip()]
 
 
 def _children_cpu() -> float:

@@ -38,6 +38,7 @@ from common import (
     generate_package,
     log,
     row,
+    traces,
     write_eval_config,
 )
 
@@ -130,29 +131,15 @@ def one_run(
         log(f"R4: {victim.url} back after {event['down_s']} s, while running: {event['back_while_running']}")
 
     with serve_app(DelayedModel(model, MODEL_DELAY_S)) as model_url:
-        config = write_eval_config(
-            out_dir,
-            model_url=str(model_url),
-            episodes=episodes,
-            concurrency=concurrency,
-            env={
-                "taskset": {"id": PACKAGE_ID, "base_url": [s.url for s in fleet]},
-                "player": {"max_turns": 12},
-                "retries": {"max_retries": retries},
-            },
-        )
+        taskset = {"id": PACKAGE_ID, "base_url": [s.url for s in fleet]}
+        env_config = {"taskset": taskset, "player": {"max_turns": 12}, "retries": {"max_retries": retries}}
+        config = write_eval_config(out_dir, str(model_url), episodes, concurrency, env_config)
         env = eval_env(package_dir, OPENENVGEN_BENCH_PROBE=str(out_dir))
+        argv = [sys.executable, __file__, "--probe", "@", str(config), "--no-rich"]
         started = time.perf_counter()
         with open(out_dir / "stderr.txt", "wb") as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, __file__, "--probe", "@", str(config), "--no-rich"],
-                cwd=out_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-            )
+            streams: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": stderr}
+            proc = subprocess.Popen(argv, cwd=out_dir, env=env, start_new_session=True, **streams)
             timed_out = False
             try:
                 while proc.poll() is None:
@@ -188,9 +175,7 @@ def one_run(
         (after - (0 if (s is victim and "restarted" in event) else (before or 0))) if after is not None else None
         for s, before, after in zip(fleet, resets_before, resets_after, strict=True)
     ]
-    records = []
-    for traces in sorted(out_dir.glob("*/traces.jsonl")):
-        records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
+    records = traces(out_dir)
     ok = sum(bool(record.get("ok")) for record in records)
     failed_stops = collections.Counter(
         str((record.get("traces") or [{}])[0].get("stop_condition")) for record in records if not record.get("ok")
