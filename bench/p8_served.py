@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from common import cli, env_server, guess_setup, load_average, log, play, row, served_config, tree_cpu_s
 
 from openenvgen_testsupport.served import client_tasks

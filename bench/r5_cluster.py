@@ -21,14 +21,11 @@ import collections
 import contextlib
 import itertools
 import os
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
     ENV_ID,

@@ -49,8 +49,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from common import BENCH, load_average, log, machine, row
 
 BENCHMARKS = {
