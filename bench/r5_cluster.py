@@ -117,14 +117,11 @@ def throughput(
                 before = load_average()
                 result = asyncio.run(play(addresses[mode], batch, concurrency, str(model_url)))
                 rate = round(result["successful"] / result["wall_s"] * 60, 1) if result["wall_s"] else 0.0
+                loads = {"load_average_before": before, "load_average_after": load_average()}
                 runs.append({"mode": mode, "round": round_ + 1, "concurrency": concurrency, **result})
-                runs[-1] |= {
-                    "successful_per_min": rate,
-                    "load_average_before": before,
-                    "load_average_after": load_average(),
-                }
+                runs[-1] |= {"successful_per_min": rate, **loads}
                 log(
-                    f"R5 round {round_ + 1} {mode}: {result['successful']}/{episodes} in {result['wall_s']} s, {rate}/m"
+                    f"R5 round {round_ + 1} {mode}: {result['successful']}/{episodes}, {result['wall_s']} s, {rate}/min"
                 )
         modes["uv"]["uv_servers_after"] = len(served.launched_servers(marked_processes(marker)))
     # The env servers are stopped (SIGTERM): nothing of theirs may be left.
@@ -254,8 +251,7 @@ async def _failure(
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     episodes, rounds, concurrency = (64, 2, 4) if quick else (256, 3, 8)
     os.environ["PATH"] = bench_env()["PATH"]
-    reason = docker_images.daemon_problem() or multinode.problem()
-    if reason:
+    if reason := docker_images.daemon_problem() or multinode.problem():
         raise RuntimeError(f"R5 needs a Docker daemon and a multi-node swarm: {reason}")
     run_id = uuid.uuid4().hex[:12]
     image = docker_images.env_image()
@@ -277,12 +273,9 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     cluster_over_single = round(rate[MODES[0]] / rate[MODES[1]], 2) if rate[MODES[1]] else None
     cluster_over_uv = round(rate[MODES[0]] / rate["uv"], 2) if rate["uv"] else None
     all_successful = all(r["successful"] == r["episodes"] for r in speed["runs"])
-    failure_goal = (
-        failure.get("in_flight") is not None
-        and failure["lost"] <= failure["in_flight"]
-        and failure["failed"] == 0
-        and failure.get("rescheduled_first_episode_s") is not None
-    )
+    rescheduled = failure.get("rescheduled_first_episode_s") is not None
+    in_flight = failure.get("in_flight")
+    failure_goal = in_flight is not None and failure["lost"] <= in_flight and failure["failed"] == 0 and rescheduled
     measured = (
         "successful episodes/min (median of rounds): "
         + ", ".join(f"{mode} {rate[mode]}" for mode in MODES)
