@@ -218,21 +218,19 @@ VARIANTS = (("runtime", "in-process"), ("runtime", "null"), ("builtin", "null"))
 
 
 @contextmanager
-def uv_server(app: str, env_vars: dict[str, str] | None = None, timeout: float = 300) -> Iterator[str]:
+def uv_server(app: str, env_vars: dict[str, str] | None = None) -> Iterator[str]:
     """One env server through OpenEnv's UV provider (via the runtime's launcher, which
     logs its output and owns its process group); stopped on exit."""
     from openenvgen_runtime.launching import launch
 
     os.environ["PATH"] = bench_env()["PATH"]
-    kwargs: dict[str, Any] = {"project_path": str(UV_FIXTURE_PROJECT), "app": app}
-    if env_vars:
-        kwargs["env_vars"] = env_vars
+    kwargs = {"project_path": str(UV_FIXTURE_PROJECT), "app": app, **({"env_vars": env_vars} if env_vars else {})}
     started = time.monotonic()
-    provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=timeout)
+    provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=300)
     (url,) = provider.launch()
     try:
         try:
-            wait_healthy(url, timeout, exited=provider.exit_code, interval=0.2)
+            wait_healthy(url, 300, exited=provider.exit_code, interval=0.2)
         except NotHealthy as e:
             raise RuntimeError(f"{app}: {e}: {provider.log_tail()}") from None
         log(f"{app} ready at {url} after {time.monotonic() - started:.1f}s")
@@ -245,13 +243,8 @@ def generate_package(workdir: Path) -> Path:
     """`openenv-gen guess --base-url URL` against the fixture app launched once."""
     out = workdir / "guess-openenv"
     with uv_server(UV_FIXTURE_APP) as url:
-        proc = subprocess.run(
-            [OPENENV_GEN, "guess", "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", UV_FIXTURE_APP],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=bench_env(),
-        )
+        argv = [OPENENV_GEN, "guess", "--base-url", url, "--out", str(out), "--env-id", ENV_ID, "--app", UV_FIXTURE_APP]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=bench_env())
     if proc.returncode != 0:
         raise RuntimeError(f"openenv-gen guess failed: {proc.stderr.strip()}")
     return out

@@ -126,11 +126,8 @@ def taskset() -> Any:
     from openenvgen_runtime.episodes.taskset import AdapterTaskset
 
     module = importlib.import_module(f"{MODULE}.taskset")
-    (ts,) = [
-        v
-        for v in vars(module).values()
-        if isinstance(v, type) and issubclass(v, AdapterTaskset) and v.__module__ == module.__name__
-    ]
+    classes = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, AdapterTaskset)]
+    (ts,) = [v for v in classes if v.__module__ == module.__name__]
     return ts
 
 
