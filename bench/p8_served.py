@@ -90,12 +90,10 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
             for a in order:
                 runs.append(served_run(a, configs[a], workers, data[a], model_url, workdir / f"p8-{a}-{workers}w"))
 
-    def pick(adapter: str, workers: int) -> dict[str, Any]:
-        return next(r for r in runs if r["adapter"] == adapter and r["workers"] == workers)
-
+    by = {(r["adapter"], r["workers"]): r for r in runs}
     ratios, cpu_ok = {}, True
     for workers in (1, 2):
-        ours, builtin = pick("runtime", workers), pick("builtin", workers)
+        ours, builtin = by["runtime", workers], by["builtin", workers]
         rate = builtin["successful_per_min"]
         ratios[workers] = round(ours["successful_per_min"] / rate, 2) if rate else None
         cpu_ok = cpu_ok and ours["cpu_s_per_episode"] <= TARGET_CPU_PER_EPISODE
@@ -103,12 +101,12 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
     measured = "; ".join(
-        f"{w} worker(s): ours {pick('runtime', w)['ok']}/{episodes} ok, "
-        f"{pick('runtime', w)['successful_per_min']}/min, {pick('runtime', w)['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {pick('runtime', w)['startup_cpu_s']} CPU-s); "
-        f"built-in {pick('builtin', w)['ok']}/{episodes} ok, {pick('builtin', w)['successful_per_min']}/min, "
-        f"{pick('builtin', w)['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {pick('builtin', w)['startup_cpu_s']} CPU-s)"
+        f"{w} worker(s): ours {by['runtime', w]['ok']}/{episodes} ok, "
+        f"{by['runtime', w]['successful_per_min']}/min, {by['runtime', w]['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {by['runtime', w]['startup_cpu_s']} CPU-s); "
+        f"built-in {by['builtin', w]['ok']}/{episodes} ok, {by['builtin', w]['successful_per_min']}/min, "
+        f"{by['builtin', w]['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {by['builtin', w]['startup_cpu_s']} CPU-s)"
         for w in (1, 2)
     )
     return [

@@ -54,10 +54,9 @@ class FleetServer:
     """One env server on a fixed port, launched by the runtime's launcher; killable and
     restartable on the same port."""
 
-    def __init__(self) -> None:
-        self.port: int | None = None
-        self.provider: Any = None
-        self.url = ""
+    port: int | None = None
+    provider: Any = None
+    url = ""
 
     def launch(self) -> None:
         """Start the server (not waiting for it); from the main thread: the launcher asks
@@ -203,14 +202,8 @@ def one_run(
         "episode_retries": stderr_text.count("retrying episode"),
         "goal_met": goal,
     }
-    if not records:
-        result["stderr_tail"] = stderr_text[-1500:]
-    log(
-        f"R4 {episodes}@{concurrency}, retries {retries}: ok {ok}/{episodes}, failed {failed} {dict(failed_stops)}, "
-        f"in flight on the killed server {in_flight}, episodes per server {taken}, {wall:.1f}s"
-        + (" TIMED OUT" if timed_out else "")
-    )
-    return result
+    log(f"R4 {result}")
+    return result | ({} if records else {"stderr_tail": stderr_text[-1500:]})
 
 
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
