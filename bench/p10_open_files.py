@@ -59,8 +59,7 @@ def measured_run(in_flight: int, soft: int, url: str, model: DelayedModel, model
     done = threading.Event()
     with ExitStack() as stack:
         before = resource.getrlimit(resource.RLIMIT_NOFILE)
-        hard = before[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))  # the spawned worker inherits it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, before[1]))  # the spawned worker inherits it
         try:
             server = stack.enter_context(env_server(config, 1, out / "server.log"))
         finally:
@@ -87,7 +86,7 @@ def measured_run(in_flight: int, soft: int, url: str, model: DelayedModel, model
         "in_flight": in_flight,
         "soft_limit_at_spawn": soft,
         "soft_limit_in_worker": worker_soft,
-        "hard_limit": hard,
+        "hard_limit": before[1],
         "episodes": len(data),
         "ok": played["ok"],
         "errors": played["errors"],

@@ -100,15 +100,12 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     episodes = tasks * ROLLOUTS_PER_TASK
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
-    measured = "; ".join(
-        f"{w} worker(s): ours {by['runtime', w]['ok']}/{episodes} ok, "
-        f"{by['runtime', w]['successful_per_min']}/min, {by['runtime', w]['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {by['runtime', w]['startup_cpu_s']} CPU-s); "
-        f"built-in {by['builtin', w]['ok']}/{episodes} ok, {by['builtin', w]['successful_per_min']}/min, "
-        f"{by['builtin', w]['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {by['builtin', w]['startup_cpu_s']} CPU-s)"
-        for w in (1, 2)
-    )
+    said = {
+        k: f"{r['ok']}/{episodes} ok, {r['successful_per_min']}/min, {r['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {r['startup_cpu_s']} CPU-s)"
+        for k, r in by.items()
+    }
+    measured = "; ".join(f"{w} worker(s): ours {said['runtime', w]}; built-in {said['builtin', w]}" for w in (1, 2))
     return [
         row(
             "P8",
