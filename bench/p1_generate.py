@@ -79,7 +79,7 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     def fresh(rep: int, tag: str) -> list[str]:
         return [OPENENV_GEN, "wordle", "--out", str(work / f"wordle-{tag}-{rep}")]
 
-    probe = run_timed(datamodel_codegen_command(schema, work / "dmcg-probe.py"), cwd=work, env=bench_env())
+    _, probe = run_timed(datamodel_codegen_command(schema, work / "dmcg-probe.py"), work, bench_env())
     if probe.returncode != 0:
         raise RuntimeError(f"datamodel-codegen failed: {probe.stderr.strip()[-500:]}")
 
@@ -94,11 +94,11 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     # One warm-up round (page cache, bytecode, the model cache), not counted; then round-robin.
     for rep in range(reps + 1):
         for label, (argv, extra_env) in commands.items():
-            result = run_timed(argv(rep), cwd=work, env={**bench_env(), **extra_env})
+            seconds, result = run_timed(argv(rep), work, {**bench_env(), **extra_env})
             if result.returncode != 0:
                 failures.append(f"{label}: rc={result.returncode}: {result.stderr.strip()[-300:]}")
             if rep:
-                times[label].append(result.seconds)
+                times[label].append(seconds)
     medians = {k: round(median(v), 3) for k, v in times.items()}
     cold_s, dmcg_s, warm_s = medians[GEN_COLD], medians[DMCG], medians[GEN_WARM]
     ratio = cold_s / dmcg_s

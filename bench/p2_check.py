@@ -28,12 +28,10 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     # Bytecode cached as an installed package has it (see P1), and a model cache of the run's own.
     compiled = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(work / "pycache")}
     warm = {**compiled, "OPENENV_GEN_CACHE": str(work / "models-cache")}
+    all_ten = [OPENENV_GEN, "check", *map(str, packages)]
     commands = {
-        "check (10 packages)": ([OPENENV_GEN, "check", *map(str, packages)], warm),
-        "check (10 packages, no model cache)": (
-            [OPENENV_GEN, "check", *map(str, packages)],
-            {**compiled, "OPENENV_GEN_CACHE": "0"},
-        ),
+        "check (10 packages)": (all_ten, warm),
+        "check (10 packages, no model cache)": (all_ten, {**compiled, "OPENENV_GEN_CACHE": "0"}),
         "check (1 package)": ([OPENENV_GEN, "check", str(packages[0])], warm),
     }
     times: dict[str, list[float]] = {k: [] for k in commands}
@@ -41,12 +39,12 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     said: list[str] = []
     for rep in range(reps + 1):
         for label, (cmd, extra_env) in commands.items():
-            result = run_timed(cmd, cwd=ROOT, env={**bench_env(), **extra_env})
+            seconds, result = run_timed(cmd, ROOT, {**bench_env(), **extra_env})
             codes[label].add(result.returncode)
             if result.returncode:
                 said += [line for line in (result.stdout + result.stderr).splitlines() if "up to date" not in line][:5]
             if rep:
-                times[label].append(result.seconds)
+                times[label].append(seconds)
     ten, cold, one = (median(v) for v in times.values())
     per_package = (ten - one) / (PACKAGES - 1)
     log(f"P2 check x{PACKAGES} median {ten:.3f}s warm, {cold:.3f}s cold (target {TARGET_S}s)")

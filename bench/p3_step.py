@@ -3,7 +3,7 @@ loop, on one loopback server (the Wordle fixture in its own uvicorn process), on
 session per loop, reset (untimed) every 200 steps, every step timed on its own. Raw is
 `client.step({"message": "[slate]"})`; the runtime's step is what `episode.play` does per
 step besides asking the model, on the runtime's own session client (replies judged):
-`ActionSpace.parse` of the reply, `episode._step`, the reward summed, and the next user turn
+`ActionSpace.parse` of the reply, `episode.step_action`, the reward summed, and the next user turn
 rendered (`episode.next_turn`). The loops take turns step by step, in a new random (seeded)
 order every round, the sessions dealt out anew at every reset, so load and a faster
 connection hit all alike; the ratio is of the medians, beside an A/A control (a second raw
@@ -15,10 +15,8 @@ runtime's step alone over raw's, beside the A/A control's.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +24,7 @@ from typing import Any
 
 from common import cli, log, median, row
 
-from openenvgen_testsupport.paths import OPENENV_GEN
+from openenvgen_testsupport.adapters import generate_from_server
 
 TARGET_RATIO = 1.10
 REPLY = "[slate]"
@@ -34,43 +32,6 @@ AA = "raw (A/A control)"
 SEED = 20250
 """Of the loops' order in each round: the same run twice takes the same orders."""
 ACTION = {"message": "[slate]"}
-
-
-def generate_fixture_package(url: str, out_root: Path) -> Any:
-    """The Wordle fixture's adapter package, generated from the live server, imported."""
-    out = out_root / "benchwordle"
-    proc = subprocess.run(
-        [OPENENV_GEN, "benchwordle", "--base-url", url, "--out", str(out)], capture_output=True, text=True, timeout=120
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"openenv-gen benchwordle failed: {proc.stderr.strip()}")
-    sys.path.insert(0, str(out))
-    import importlib
-
-    return importlib.import_module("benchwordle_openenv.models")
-
-
-def _variants(space: Any, step: Any, turn: Any, score: Any) -> dict[str, Any]:
-    """Per-step bodies, each on its own session."""
-
-    async def raw(client: Any) -> Any:
-        return await client.step(ACTION)
-
-    async def runtime(client: Any) -> Any:
-        result = await step(client, space.parse(REPLY))
-        score.add(result.reward)
-        await turn(result.observation, space, result.reward)
-        return result
-
-    async def step_only(client: Any) -> Any:
-        return await step(client, ACTION)
-
-    return {
-        "raw": raw,
-        AA: raw,  # the A/A control: the same loop again, on its own session
-        "runtime": runtime,
-        "runtime's step alone": step_only,
-    }
 
 
 async def _interleaved(
@@ -131,7 +92,7 @@ def _session(name: str, url: str) -> Any:
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     import httpx
 
-    from openenvgen_runtime.episodes.episode import _step, next_turn
+    from openenvgen_runtime.episodes.episode import next_turn, step_action
     from openenvgen_runtime.turn.actions import ActionSpace
     from openenvgen_runtime.turn.observations import ObservationView
     from openenvgen_runtime.turn.scoring import Score
@@ -140,21 +101,31 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     rounds = 2000 if quick else 5000
     per_session = 200
     with serve_app_subprocess("openenvgen_testsupport.fixture_envs:wordle_app", ready_path="/health") as url:
-        models = generate_fixture_package(str(url), Path(tempfile.mkdtemp(prefix="p3-", dir=workdir)))
+        package = generate_from_server("benchwordle", str(url), workdir / "p3")
+        models = importlib.import_module(f"{package.replace('-', '_')}.models")
         schema = httpx.get(f"{url}/schema", timeout=10).json()["action"]
         space = ActionSpace(action_model=models.WordGuessAction, action_schema=schema)
         assert space.parse(REPLY) == ACTION, space.parse(REPLY)
-        view = ObservationView(asset_base_url=str(url))
+        view, score = ObservationView(asset_base_url=str(url)), Score()
 
-        async def turn(observation: dict[str, Any], space: ActionSpace, reward: float | None) -> Any:
-            return await next_turn(view, space, observation, reward)
+        async def raw(client: Any) -> Any:
+            return await client.step(ACTION)
 
-        variants = _variants(space, _step, turn, Score())
+        async def runtime(client: Any) -> Any:
+            result = await step_action(client, space.parse(REPLY))
+            score.add(result.reward)
+            await next_turn(view, space, result.observation, result.reward)
+            return result
+
+        async def step_only(client: Any) -> Any:
+            return await step_action(client, ACTION)
+
+        # Per-step bodies, each on its own session; the A/A control is the raw loop again.
+        variants = {"raw": raw, AA: raw, "runtime": runtime, "runtime's step alone": step_only}
 
         async def main() -> tuple[dict[str, list[float]], dict[str, list[float]]]:
             await _interleaved(url, 100, 100, variants)  # warm-up: connections, first-call caches
-            times, cpu_times = await _interleaved(url, rounds, per_session, variants)
-            return times, cpu_times
+            return await _interleaved(url, rounds, per_session, variants)
 
         times, cpu_times = asyncio.run(main())
     raw, ours, aa = median(times["raw"]), median(times["runtime"]), median(times[AA])

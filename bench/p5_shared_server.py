@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from common import CONCURRENT_APP, VARIANTS, cli, guess_setup, run_eval
+from common import CONCURRENT_APP, VARIANTS, cli, guess_setup, row, run_eval
 
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 
@@ -39,18 +39,9 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         runs: list[dict[str, Any]] = []
         for r in range(rounds):
             for adapter, seat in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
+                out = workdir / f"p5-{r}-{adapter}-{seat}"
                 runs.append(
-                    run_eval(
-                        adapter,
-                        {"base_url": url},
-                        episodes=episodes,
-                        concurrency=concurrency,
-                        model_url=model_url,
-                        package_dir=package_dir,
-                        out_dir=workdir / f"p5-{r}-{adapter}-{seat}",
-                        timeout=1200,
-                        seat=seat,
-                    )
+                    run_eval(adapter, {"base_url": url}, episodes, concurrency, model_url, package_dir, out, 1200, seat)
                 )
         by = {f"{a}/{s}": [x for x in runs if x["adapter"] == a and x["seat"] == s] for a, s in VARIANTS}
         ours, ours_null, builtin = by["runtime/in-process"], by["runtime/null"], by["builtin/null"]
@@ -62,42 +53,41 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
             for x in runs
         )
         server = f"{CONCURRENT_APP} via OpenEnv's UV provider, project {UV_FIXTURE_PROJECT.name}"
-        common = {"measured": measured, "details": {"server": server, "runs": runs, "rounds": rounds}}
         title = f"one shared `base_url` server, {episodes} episodes at {concurrency}"
+        over = f"successful per minute over the episode phase (mean of {rounds})"
         both = _rate_ratio(ours, builtin, phase)
         adapter = _rate_ratio(ours_null, builtin, phase)
         seat = _rate_ratio(ours, ours_null, phase)
+        rows = [
+            (
+                "P5",
+                "**seat and adapter together**, ours in-process vs the built-in on `null`",
+                f"all ok and ≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
+                both,
+                all_ok and both is not None and both >= TARGET_SPEEDUP,
+                f"ours in-process / built-in null, {over}; with vf-eval's start-up in the wall time: "
+                f"{_rate_ratio(ours, builtin, wall)}",
+            ),
+            (
+                "P5-adapter",
+                "**the adapter alone**, ours vs the built-in, both on `null`",
+                "all ok and never slower (≥ 1.0)",
+                adapter,
+                all_ok and adapter is not None and adapter >= 1.0,
+                f"ours null / built-in null, {over}; wall: {_rate_ratio(ours_null, builtin, wall)}",
+            ),
+            (
+                "P5-seat",
+                "**the seat alone**, ours in-process vs ours on `null`",
+                "(informational) what the seat is worth on the same adapter",
+                seat,
+                None,
+                f"ours in-process / ours null, {over}; wall: {_rate_ratio(ours, ours_null, wall)}",
+            ),
+        ]
         return [
-            {
-                "id": "P5",
-                "title": f"{title}: **seat and adapter together**, ours in-process vs the built-in on `null`",
-                "target": f"all ok and ≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min",
-                "ratio": both,
-                "ratio_label": "ours in-process / built-in null, successful per minute over the episode phase "
-                f"(mean of {rounds}); with vf-eval's start-up in the wall time: {_rate_ratio(ours, builtin, wall)}",
-                "meets_target": all_ok and both is not None and both >= TARGET_SPEEDUP,
-                **common,
-            },
-            {
-                "id": "P5-adapter",
-                "title": f"{title}: **the adapter alone**, ours vs the built-in, both on `null`",
-                "target": "all ok and never slower (≥ 1.0)",
-                "ratio": adapter,
-                "ratio_label": "ours null / built-in null, successful per minute over the episode phase "
-                f"(mean of {rounds}); wall: {_rate_ratio(ours_null, builtin, wall)}",
-                "meets_target": all_ok and adapter is not None and adapter >= 1.0,
-                **common,
-            },
-            {
-                "id": "P5-seat",
-                "title": f"{title}: **the seat alone**, ours in-process vs ours on `null`",
-                "target": "(informational) what the seat is worth on the same adapter",
-                "ratio": seat,
-                "ratio_label": "ours in-process / ours null, successful per minute over the episode phase "
-                f"(mean of {rounds}); wall: {_rate_ratio(ours, ours_null, wall)}",
-                "meets_target": None,
-                **common,
-            },
+            row(bid, f"{title}: {what}", target, measured, ratio, meets, label, server=server, runs=runs, rounds=rounds)
+            for bid, what, target, ratio, meets, label in rows
         ]
 
 

@@ -27,16 +27,10 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
                 n = sizes[seat]
                 cpu: dict[int, dict[str, Any]] = {}
                 for size in (n, 4 * n) if rep % 2 == 0 else (4 * n, n):
+                    out = workdir / f"p6-{rep}-{adapter}-{seat}-{size}"
+                    transport = {"base_url": url}
                     cpu[size] = run_eval(
-                        adapter,
-                        {"base_url": url},
-                        episodes=size,
-                        concurrency=min(4 * n, 16),
-                        model_url=model_url,
-                        package_dir=package_dir,
-                        out_dir=workdir / f"p6-{rep}-{adapter}-{seat}-{size}",
-                        timeout=900,
-                        seat=seat,
+                        adapter, transport, size, min(4 * n, 16), model_url, package_dir, out, 900, seat
                     )
                 slope = (cpu[4 * n]["cpu_s"] - cpu[n]["cpu_s"]) / (3 * n)
                 pairs[f"{adapter}/{seat}"].append(

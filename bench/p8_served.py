@@ -19,27 +19,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import cli, env_server, guess_setup, load_average, log, play, served_config, tree_cpu_s
+from common import cli, env_server, guess_setup, load_average, log, play, row, served_config, tree_cpu_s
 
 from openenvgen_testsupport.served import client_tasks
 
 TARGET_SPEEDUP = 10.0
 TARGET_CPU_PER_EPISODE = 0.05
 ROLLOUTS_PER_TASK = 4
+CONCURRENCY = 32
 
 
 def served_run(
-    adapter: str,
-    config: Any,
-    *,
-    workers: int,
-    episodes_data: list[dict[str, Any]],
-    concurrency: int,
-    model_url: str,
-    out_dir: Path,
-) -> dict[str, Any]:
+    adapter: str, config: Any, workers: int, episodes_data: list[dict], model_url: str, out_dir: Path
+) -> dict:
     """One env server: spawn, warm up (one episode per worker), then the measured episodes."""
     load_before = load_average()
     spawned = time.perf_counter()
@@ -48,7 +40,7 @@ def served_run(
         warm = asyncio.run(play(server.address, episodes_data[:workers], workers, model_url))
         startup_wall = time.perf_counter() - spawned
         startup_cpu = tree_cpu_s(server.pid)
-        played = asyncio.run(play(server.address, episodes_data, concurrency, model_url))
+        played = asyncio.run(play(server.address, episodes_data, CONCURRENCY, model_url))
         run_cpu = tree_cpu_s(server.pid) - startup_cpu
         alive = server.process.is_alive()
     n = len(episodes_data)
@@ -57,7 +49,7 @@ def served_run(
         "seat": "in-process" if adapter == "runtime" else "null",
         "workers": workers,
         "episodes": n,
-        "concurrency": concurrency,
+        "concurrency": CONCURRENCY,
         "ok": played["ok"],
         "successful": played["successful"],
         "peak_in_flight": played["peak_in_flight"],
@@ -77,7 +69,7 @@ def served_run(
     if played["ok"] < n:
         result["server_log_tail"] = (out_dir / "server.log").read_text(errors="replace")[-1500:]
     log(
-        f"P8 {adapter:8s} {workers} worker(s) {n}@{concurrency}: ok {played['ok']}/{n}, "
+        f"P8 {adapter:8s} {workers} worker(s) {n}@{CONCURRENCY}: ok {played['ok']}/{n}, "
         f"successful {played['successful']}, {played['wall_s']:.1f}s ({result['successful_per_min']}/min), "
         f"CPU {run_cpu:.2f}s ({result['cpu_s_per_episode']}/episode), "
         f"start-up {startup_wall:.1f}s / {startup_cpu:.1f} CPU-s, peak in flight {played['peak_in_flight']}"
@@ -87,7 +79,6 @@ def served_run(
 
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     tasks = 8 if quick else 64
-    concurrency = 32
     runs: list[dict[str, Any]] = []
     with guess_setup(workdir, shared=True, sessions=512) as (package_dir, model_url, url):
         sys.path.insert(0, str(package_dir))  # the orchestrator imports the package to load its taskset
@@ -96,63 +87,43 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         for workers in (1, 2):
             # Interleaved: ours, the built-in, then ours again on the other order next time.
             order = ("runtime", "builtin") if workers == 1 else ("builtin", "runtime")
-            for adapter in order:
-                runs.append(
-                    served_run(
-                        adapter,
-                        configs[adapter],
-                        workers=workers,
-                        episodes_data=data[adapter],
-                        concurrency=concurrency,
-                        model_url=model_url,
-                        out_dir=workdir / f"p8-{adapter}-{workers}w",
-                    )
-                )
+            for a in order:
+                runs.append(served_run(a, configs[a], workers, data[a], model_url, workdir / f"p8-{a}-{workers}w"))
 
-    def pick(adapter: str, workers: int) -> dict[str, Any]:
-        return next(r for r in runs if r["adapter"] == adapter and r["workers"] == workers)
-
+    by = {(r["adapter"], r["workers"]): r for r in runs}
     ratios, cpu_ok = {}, True
     for workers in (1, 2):
-        ours, builtin = pick("runtime", workers), pick("builtin", workers)
-        ratios[workers] = (
-            round(ours["successful_per_min"] / builtin["successful_per_min"], 2)
-            if builtin["successful_per_min"]
-            else None
-        )
+        ours, builtin = by["runtime", workers], by["builtin", workers]
+        rate = builtin["successful_per_min"]
+        ratios[workers] = round(ours["successful_per_min"] / rate, 2) if rate else None
         cpu_ok = cpu_ok and ours["cpu_s_per_episode"] <= TARGET_CPU_PER_EPISODE
     episodes = tasks * ROLLOUTS_PER_TASK
     all_ok = all(r["ok"] == r["episodes"] for r in runs if r["adapter"] == "runtime")
     speed_ok = all(r is not None and r >= TARGET_SPEEDUP for r in ratios.values())
-    measured = "; ".join(
-        f"{w} worker(s): ours {pick('runtime', w)['ok']}/{episodes} ok, "
-        f"{pick('runtime', w)['successful_per_min']}/min, {pick('runtime', w)['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {pick('runtime', w)['startup_cpu_s']} CPU-s); "
-        f"built-in {pick('builtin', w)['ok']}/{episodes} ok, {pick('builtin', w)['successful_per_min']}/min, "
-        f"{pick('builtin', w)['cpu_s_per_episode']} CPU-s/episode "
-        f"(start-up {pick('builtin', w)['startup_cpu_s']} CPU-s)"
-        for w in (1, 2)
-    )
+    said = {
+        k: f"{r['ok']}/{episodes} ok, {r['successful_per_min']}/min, {r['cpu_s_per_episode']} CPU-s/episode "
+        f"(start-up {r['startup_cpu_s']} CPU-s)"
+        for k, r in by.items()
+    }
+    measured = "; ".join(f"{w} worker(s): ours {said['runtime', w]}; built-in {said['builtin', w]}" for w in (1, 2))
     return [
-        {
-            "id": "P8",
-            "title": f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes "
-            f"({tasks} tasks × {ROLLOUTS_PER_TASK}) at {concurrency} in flight: "
+        row(
+            "P8",
+            f"served as training runs it (`serve_env` + `EnvClient`), {episodes} episodes "
+            f"({tasks} tasks × {ROLLOUTS_PER_TASK}) at {CONCURRENCY} in flight: "
             "ours on its default seat vs the built-in on `null`",
-            "target": f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); "
+            f"≥ {TARGET_SPEEDUP:g}x the built-in's successful episodes/min (1 and 2 workers); "
             f"≤ {TARGET_CPU_PER_EPISODE} CPU-s per episode, whole server process tree",
-            "measured": measured,
-            "ratio": ratios[1],
-            "ratio_text": " / ".join("n/a" if ratios[w] is None else f"{ratios[w]:.2f}" for w in (1, 2)),
-            "ratio_label": "ours / built-in successful episodes per minute, served, 1 / 2 workers (episode phase)",
-            "meets_target": all_ok and speed_ok and cpu_ok,
-            "details": {
-                "served_runs": runs,
-                "speedup_by_workers": ratios,
-                "speed_goal_met": speed_ok,
-                "cpu_goal_met": cpu_ok,
-            },
-        }
+            measured,
+            ratios[1],
+            all_ok and speed_ok and cpu_ok,
+            label="ours / built-in successful episodes per minute, served, 1 / 2 workers (episode phase)",
+            served_runs=runs,
+            speedup_by_workers=ratios,
+            speed_goal_met=speed_ok,
+            cpu_goal_met=cpu_ok,
+        )
+        | {"ratio_text": " / ".join("n/a" if ratios[w] is None else f"{ratios[w]:.2f}" for w in (1, 2))}
     ]
 
 

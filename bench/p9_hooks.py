@@ -87,7 +87,7 @@ class Episode:
     async def play(self, replies: list[str]) -> None:
         from verifiers.v1.utils.decorators import invoke_all
 
-        from openenvgen_runtime.episodes.episode import _step, next_turn
+        from openenvgen_runtime.episodes.episode import next_turn, step_action
         from openenvgen_runtime.hooks.typed_hooks import INFO_KEY, RESET, STEP, entry
         from openenvgen_runtime.turn.observations import final_info
         from openenvgen_runtime.turn.scoring import Score
@@ -97,9 +97,15 @@ class Episode:
         if ext.records:
             self.seen.append(entry(RESET, last, 0.0, False))
         await next_turn(self.view, self.space, last, extension=ext, models=self.models, kind=RESET)
-        client = Scripted([("higher", 0.0, False), ("right", 1.0, True)])
+        answers = iter([("higher", 0.0, False), ("right", 1.0, True)])
+
+        async def step(action: dict[str, Any]) -> Any:  # the env's session, without I/O
+            hint, reward, done = next(answers)
+            return SimpleNamespace(observation={"hint": hint, "metadata": {}}, reward=reward, done=done)
+
+        client = SimpleNamespace(step=step)
         for reply in replies:
-            result = await _step(client, self.space.parse(reply))
+            result = await step_action(client, self.space.parse(reply))
             last = result.observation
             if ext.records:
                 self.seen.append(entry(STEP, last, result.reward, bool(result.done)))
@@ -115,27 +121,13 @@ class Episode:
             self.scores.update({fn.__name__: value for fn, value in zip(hooks, values, strict=True)})
 
 
-class Scripted:
-    """A session that answers each step with the next of its (hint, reward, done), no I/O."""
-
-    def __init__(self, results: list[tuple[str, float, bool]]) -> None:
-        self.results = iter(results)
-
-    async def step(self, action: dict[str, Any]) -> Any:
-        hint, reward, done = next(self.results)
-        return SimpleNamespace(observation={"hint": hint, "metadata": {}}, reward=reward, done=done)
-
-
 def taskset() -> Any:
     """The generated taskset class of the package."""
     from openenvgen_runtime.episodes.taskset import AdapterTaskset
 
     module = importlib.import_module(f"{MODULE}.taskset")
-    (ts,) = [
-        v
-        for v in vars(module).values()
-        if isinstance(v, type) and issubclass(v, AdapterTaskset) and v.__module__ == module.__name__
-    ]
+    classes = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, AdapterTaskset)]
+    (ts,) = [v for v in classes if v.__module__ == module.__name__]
     return ts
 
 
@@ -194,16 +186,7 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         cpu, n = {}, 64
         for variant, size in (("a", n), ("a", 4 * n), ("c", n)):
             out = workdir / f"p9-{variant}-{size}"
-            x = run_eval(
-                "runtime",
-                {"base_url": url},
-                episodes=size,
-                concurrency=16,
-                model_url=model_url,
-                package_dir=dirs[variant],
-                out_dir=out,
-                timeout=900,
-            )
+            x = run_eval("runtime", {"base_url": url}, size, 16, model_url, dirs[variant], out, 900)
             if x["successful"] != size:
                 raise RuntimeError(f"P9 {variant}: {x['successful']}/{size} successful, errors {x['errors']}")
             cpu[(variant, size)] = x["cpu_s"]

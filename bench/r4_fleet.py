@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from common import (
     BENCH,
     CONCURRENT_APP,
@@ -38,6 +36,7 @@ from common import (
     generate_package,
     log,
     row,
+    traces,
     write_eval_config,
 )
 
@@ -46,6 +45,7 @@ from openenvgen_servers.wire import health, wait_healthy
 from openenvgen_testsupport.paths import UV_FIXTURE_PROJECT
 
 RESTART_AFTER_S = 2.0
+TIMEOUT_S = 1800
 MODEL_DELAY_S = 10.0
 """Seconds the model takes per turn: a run long enough for the killed server to return."""
 
@@ -54,40 +54,32 @@ class FleetServer:
     """One env server on a fixed port, launched by the runtime's launcher; killable and
     restartable on the same port."""
 
-    def __init__(self) -> None:
-        self.port: int | None = None
-        self.provider: Any = None
-        self.url = ""
+    port: int | None = None
+    provider: Any = None
+    url = ""
 
     def launch(self) -> None:
         """Start the server (not waiting for it); from the main thread: the launcher asks
         the kernel to stop a server when the thread that started it ends."""
         from openenvgen_runtime.launching import launch
 
-        kwargs: dict[str, Any] = {
+        kwargs = {
             "project_path": str(UV_FIXTURE_PROJECT),
             "app": CONCURRENT_APP,
             "env_vars": {"PYTHONPATH": str(BENCH / "envs"), "GUESS_ENV_MAX_SESSIONS": "256"},
+            **({"port": self.port} if self.port else {}),
         }
-        if self.port:
-            kwargs["port"] = self.port
         self.provider = launch.make_provider(ENV_ID, kwargs, mode="uv", timeout=300)
         (self.url,) = self.provider.launch()
         self.port = int(self.url.rsplit(":", 1)[1])
 
     def ready(self) -> bool:
-        """Whether the server answers (an error if it exited)."""
         import httpx
 
-        code = self.provider.exit_code()
-        if code is not None:
+        if (code := self.provider.exit_code()) is not None:
             raise RuntimeError(f"server exited with {code}: {self.provider.log_tail()}")
         with httpx.Client() as client:
             return health(client, self.url, timeout=2) is None
-
-    def stop(self) -> None:
-        if self.provider is not None:
-            self.provider.stop()
 
 
 def server_resets(server: FleetServer) -> int | None:
@@ -101,24 +93,15 @@ def server_resets(server: FleetServer) -> int | None:
 
 
 def one_run(
-    fleet: list[FleetServer],
-    package_dir: Path,
-    out_dir: Path,
-    *,
-    episodes: int,
-    concurrency: int,
-    retries: int,
-    timeout: float,
+    fleet: list[FleetServer], package_dir: Path, out_dir: Path, episodes: int, concurrency: int, retries: int
 ) -> dict[str, Any]:
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
 
     model = ScriptedChatModel(Script(SCRIPT))
     victim = fleet[0]
-    # Once every slot's first episode has had its first turn answered: early, so that the
-    # restarted server (uv sync + import: 20-60 s on this loaded machine) is back while
-    # episodes are still being played (the model answers each turn MODEL_DELAY_S late).
-    kill_at = concurrency
+    # Killed once every slot's first turn is answered: early, so that the restarted server
+    # (uv sync + import: 20-60 s here) is back while episodes are still being played.
     event: dict[str, Any] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     resets_before = [server_resets(s) for s in fleet]
@@ -137,47 +120,27 @@ def one_run(
         victim.provider.server.process.wait()
         event["in_flight"] = killed["in_flight"]
         event["killed_at"] = time.monotonic()
-        log(
-            f"R4: killed {victim.url} holding {event['in_flight']} sessions (the pool's count), "
-            f"after {event['model_turns_at_kill']} model turns"
-        )
+        log(f"R4: killed {victim.url} holding {event['in_flight']} sessions ({event['model_turns_at_kill']} turns)")
 
     def back() -> None:
         event["down_s"] = round(time.monotonic() - event["killed_at"], 1)
         event["back_while_running"] = proc.poll() is None
-        log(
-            f"R4: {victim.url} back after {event['down_s']} s"
-            + ("" if event["back_while_running"] else " (after the run ended)")
-        )
+        log(f"R4: {victim.url} back after {event['down_s']} s, while running: {event['back_while_running']}")
 
     with serve_app(DelayedModel(model, MODEL_DELAY_S)) as model_url:
-        config = write_eval_config(
-            out_dir,
-            model_url=str(model_url),
-            episodes=episodes,
-            concurrency=concurrency,
-            env={
-                "taskset": {"id": PACKAGE_ID, "base_url": [s.url for s in fleet]},
-                "player": {"max_turns": 12},
-                "retries": {"max_retries": retries},
-            },
-        )
+        taskset = {"id": PACKAGE_ID, "base_url": [s.url for s in fleet]}
+        env_config = {"taskset": taskset, "player": {"max_turns": 12}, "retries": {"max_retries": retries}}
+        config = write_eval_config(out_dir, str(model_url), episodes, concurrency, env_config)
         env = eval_env(package_dir, OPENENVGEN_BENCH_PROBE=str(out_dir))
+        argv = [sys.executable, __file__, "--probe", "@", str(config), "--no-rich"]
         started = time.perf_counter()
         with open(out_dir / "stderr.txt", "wb") as stderr:
-            proc = subprocess.Popen(
-                [sys.executable, __file__, "--probe", "@", str(config), "--no-rich"],
-                cwd=out_dir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-            )
+            streams: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": stderr}
+            proc = subprocess.Popen(argv, cwd=out_dir, env=env, start_new_session=True, **streams)
             timed_out = False
             try:
                 while proc.poll() is None:
-                    if "killed_at" not in event and len(model.requests) >= kill_at:
+                    if "killed_at" not in event and len(model.requests) >= concurrency:
                         kill()
                     elif (
                         "killed_at" in event
@@ -188,7 +151,7 @@ def one_run(
                         event["restarted"] = True
                     elif "restarted" in event and "down_s" not in event and victim.ready():
                         back()
-                    elif time.perf_counter() - started > timeout:
+                    elif time.perf_counter() - started > TIMEOUT_S:
                         timed_out = True
                         stop_process_group(proc, grace=60)
                     time.sleep(0.05)
@@ -209,18 +172,14 @@ def one_run(
         (after - (0 if (s is victim and "restarted" in event) else (before or 0))) if after is not None else None
         for s, before, after in zip(fleet, resets_before, resets_after, strict=True)
     ]
-    records = []
-    for traces in sorted(out_dir.glob("*/traces.jsonl")):
-        records += [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
+    records = traces(out_dir)
     ok = sum(bool(record.get("ok")) for record in records)
     failed_stops = collections.Counter(
         str((record.get("traces") or [{}])[0].get("stop_condition")) for record in records if not record.get("ok")
     )
     stderr_text = (out_dir / "stderr.txt").read_text(errors="replace")
-    failed = episodes - ok
-    in_flight = event.get("in_flight")
-    victim_taken = taken[0]
-    returned = bool(event.get("back_while_running")) and (victim_taken or 0) > 0
+    failed, in_flight = episodes - ok, event.get("in_flight")
+    returned = bool(event.get("back_while_running")) and (taken[0] or 0) > 0
     if retries:
         goal = ok == episodes and returned
     else:
@@ -239,46 +198,29 @@ def one_run(
         "killed_server_down_s": event.get("down_s"),
         "back_while_running": event.get("back_while_running"),
         "episodes_begun_per_server": dict(zip([s.url for s in fleet], taken, strict=True)),
-        "killed_server_episodes_after_return": victim_taken,
+        "killed_server_episodes_after_return": taken[0],
         "episode_retries": stderr_text.count("retrying episode"),
         "goal_met": goal,
     }
-    if not records:
-        result["stderr_tail"] = stderr_text[-1500:]
-    log(
-        f"R4 {episodes}@{concurrency}, retries {retries}: ok {ok}/{episodes}, failed {failed} {dict(failed_stops)}, "
-        f"in flight on the killed server {in_flight}, episodes per server {taken}, {wall:.1f}s"
-        + (" TIMED OUT" if timed_out else "")
-    )
-    return result
+    log(f"R4 {result}")
+    return result | ({} if records else {"stderr_tail": stderr_text[-1500:]})
 
 
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
-    episodes, concurrency, servers, timeout = (64, 16, 4, 1800) if quick else (256, 64, 4, 1800)
+    episodes, concurrency, servers = (64, 16, 4) if quick else (256, 64, 4)
     os.environ["PATH"] = bench_env()["PATH"]
     fleet = [FleetServer() for _ in range(servers)]
-    runs = []
     try:
         for server in fleet:
             server.launch()
             wait_healthy(server.url, 300, exited=server.provider.exit_code, interval=0.2)
         log(f"R4: fleet of {servers} at {', '.join(s.url for s in fleet)}")
         package_dir = generate_package(workdir)
-        for retries in (0, 2):
-            runs.append(
-                one_run(
-                    fleet,
-                    package_dir,
-                    workdir / f"r4-retries{retries}",
-                    episodes=episodes,
-                    concurrency=concurrency,
-                    retries=retries,
-                    timeout=timeout,
-                )
-            )
+        runs = [one_run(fleet, package_dir, workdir / f"r4-retries{r}", episodes, concurrency, r) for r in (0, 2)]
     finally:
         for server in fleet:
-            server.stop()
+            if server.provider is not None:
+                server.provider.stop()
     plain, retried = runs
     measured = "; ".join(
         f"retries {x['retries']}: {x['ok']}/{episodes} ok "

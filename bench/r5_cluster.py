@@ -21,16 +21,26 @@ import collections
 import contextlib
 import itertools
 import os
-import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import ENV_ID, DelayedModel, bench_env, cli, docker_host, env_server, load_average, log, median, play
+from common import (
+    ENV_ID,
+    SCRIPT,
+    DelayedModel,
+    bench_env,
+    cli,
+    docker_host,
+    env_server,
+    load_average,
+    log,
+    median,
+    play,
+    row,
+)
 
 from openenvgen_testsupport import docker_images, multinode, served
 from openenvgen_testsupport.adapters import (
@@ -43,7 +53,6 @@ from openenvgen_testsupport.adapters import (
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
-SCRIPT = ['{"guess": 3}', "7"]
 MODES = ("3-node swarm", "1-node swarm", "uv")
 BENCH_LABEL = "openenvgen.bench.r5"
 """Label on the run's services and containers (its value is the run's): what is checked left."""
@@ -70,7 +79,6 @@ def throughput(
     clusters: dict[str, multinode.Cluster],
     package_id: str,
     workdir: Path,
-    *,
     concurrency: int,
     episodes: int,
     rounds: int,
@@ -109,19 +117,12 @@ def throughput(
                 before = load_average()
                 result = asyncio.run(play(addresses[mode], batch, concurrency, str(model_url)))
                 rate = round(result["successful"] / result["wall_s"] * 60, 1) if result["wall_s"] else 0.0
-                runs.append(
-                    {
-                        "mode": mode,
-                        "round": round_ + 1,
-                        "concurrency": concurrency,
-                        **result,
-                        "successful_per_min": rate,
-                        "load_average_before": before,
-                        "load_average_after": load_average(),
-                    }
+                loads = {"load_average_before": before, "load_average_after": load_average()}
+                runs.append({"mode": mode, "round": round_ + 1, "concurrency": concurrency, **result})
+                runs[-1] |= {"successful_per_min": rate, **loads}
+                log(
+                    f"R5 round {round_ + 1} {mode}: {result['successful']}/{episodes}, {result['wall_s']} s, {rate}/min"
                 )
-                done = f"{result['successful']}/{episodes} in {result['wall_s']} s"
-                log(f"R5 round {round_ + 1} {mode}: {done}, {rate}/min")
         modes["uv"]["uv_servers_after"] = len(served.launched_servers(marked_processes(marker)))
     # The env servers are stopped (SIGTERM): nothing of theirs may be left.
     label = f"{BENCH_LABEL}={run_id}"
@@ -137,17 +138,7 @@ def throughput(
     return {"modes": modes, "runs": runs}
 
 
-def pull_everywhere(nodes: list[tuple[multinode.Cluster, multinode.Node]]) -> None:
-    """Each node that will run replicas pulls the image from its registry, all at once."""
-    with ThreadPoolExecutor(len(nodes)) as pool:
-        list(pool.map(lambda cn: cn[0].docker(cn[1], "pull", cn[0].image, timeout=900), nodes))
-
-
-def _host(url: str) -> str:
-    return url.split("//")[1].split(":")[0]
-
-
-def failure_run(cluster: multinode.Cluster, package_id: str, *, concurrency: int, run_id: str) -> dict[str, Any]:
+def failure_run(cluster: multinode.Cluster, package_id: str, concurrency: int, run_id: str) -> dict[str, Any]:
     from verifiers.v1.utils.loaders import load_environment, resolve_env_config
 
     doomed, survivor = cluster.workers
@@ -227,7 +218,7 @@ async def _failure(
                         return
                     if len(done) < FAILURE_WARM_EPISODES * concurrency:
                         continue
-                    on_doomed = sum(s.active for s in servers if _host(s.url) == doomed.address)
+                    on_doomed = sum(s.active for s in servers if s.url.split("//")[1].split(":")[0] == doomed.address)
                     if not on_doomed:
                         continue
                     seen["in_flight"] = on_doomed
@@ -260,8 +251,7 @@ async def _failure(
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     episodes, rounds, concurrency = (64, 2, 4) if quick else (256, 3, 8)
     os.environ["PATH"] = bench_env()["PATH"]
-    reason = docker_images.daemon_problem() or multinode.problem()
-    if reason:
+    if reason := docker_images.daemon_problem() or multinode.problem():
         raise RuntimeError(f"R5 needs a Docker daemon and a multi-node swarm: {reason}")
     run_id = uuid.uuid4().hex[:12]
     image = docker_images.env_image()
@@ -270,29 +260,22 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     with multinode.multinode_swarm(image, registry_cache=cache) as three:
         three.docker(three.manager, "node", "update", "--availability", "drain", three.manager.name)
         with multinode.multinode_swarm(image, workers=0, registry_cache=cache) as one:
-            pull_everywhere([(three, node) for node in three.workers] + [(one, one.manager)])
-            clusters = {MODES[0]: three, MODES[1]: one}
+            # Each node that will run replicas pulls the image from its registry, all at once.
+            nodes = [(three, node) for node in three.workers] + [(one, one.manager)]
+            with ThreadPoolExecutor(len(nodes)) as pool:
+                list(pool.map(lambda cn: cn[0].docker(cn[1], "pull", cn[0].image, timeout=900), nodes))
             speed = throughput(
-                clusters,
-                package_id,
-                workdir,
-                concurrency=concurrency,
-                episodes=episodes,
-                rounds=rounds,
-                run_id=run_id,
+                {MODES[0]: three, MODES[1]: one}, package_id, workdir, concurrency, episodes, rounds, run_id
             )
-        failure = failure_run(three, package_id, concurrency=concurrency, run_id=run_id)
+        failure = failure_run(three, package_id, concurrency, run_id)
     modes = speed["modes"]
     rate = {mode: modes[mode]["median_successful_per_min"] for mode in MODES}
     cluster_over_single = round(rate[MODES[0]] / rate[MODES[1]], 2) if rate[MODES[1]] else None
     cluster_over_uv = round(rate[MODES[0]] / rate["uv"], 2) if rate["uv"] else None
     all_successful = all(r["successful"] == r["episodes"] for r in speed["runs"])
-    failure_goal = (
-        failure.get("in_flight") is not None
-        and failure["lost"] <= failure["in_flight"]
-        and failure["failed"] == 0
-        and failure.get("rescheduled_first_episode_s") is not None
-    )
+    rescheduled = failure.get("rescheduled_first_episode_s") is not None
+    in_flight = failure.get("in_flight")
+    failure_goal = in_flight is not None and failure["lost"] <= in_flight and failure["failed"] == 0 and rescheduled
     measured = (
         "successful episodes/min (median of rounds): "
         + ", ".join(f"{mode} {rate[mode]}" for mode in MODES)
@@ -303,28 +286,24 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         f"in the pool after {failure.get('rescheduled_joined_s')} s, taking episodes after "
         f"{failure.get('rescheduled_first_episode_s')} s"
     )
+    meets = all_successful and (cluster_over_single or 0) >= TARGET_CLUSTER_OVER_SINGLE and failure_goal
     return [
-        {
-            "id": "R5",
-            "title": f"episodes/min on a 3-node swarm vs a 1-node swarm vs UV ({episodes} episodes × {rounds} rounds "
+        row(
+            "R5",
+            f"episodes/min on a 3-node swarm vs a 1-node swarm vs UV ({episodes} episodes × {rounds} rounds "
             f"at {concurrency} in flight, {concurrency} servers each), and a worker node killed mid-run",
-            "target": f"all successful; 3-node ≥ {TARGET_CLUSTER_OVER_SINGLE}× the 1-node swarm's rate; "
+            f"all successful; 3-node ≥ {TARGET_CLUSTER_OVER_SINGLE}× the 1-node swarm's rate; "
             "node failure: lost ≤ in flight, none failed with retries, rescheduled replicas take episodes",
-            "measured": measured,
-            "ratio": cluster_over_single,
-            "ratio_label": "3-node / 1-node swarm successful episodes per minute",
-            "ratio_text": f"{cluster_over_single} (3-node / UV {cluster_over_uv})",
-            "meets_target": all_successful
-            and cluster_over_single is not None
-            and cluster_over_single >= TARGET_CLUSTER_OVER_SINGLE
-            and failure_goal,
-            "details": {
-                "modes": modes,
-                "cluster_runs": speed["runs"],
-                "failure_run": failure,
-                "cluster_over_uv": cluster_over_uv,
-            },
-        }
+            measured,
+            cluster_over_single,
+            meets,
+            label="3-node / 1-node swarm successful episodes per minute",
+            modes=modes,
+            cluster_runs=speed["runs"],
+            failure_run=failure,
+            cluster_over_uv=cluster_over_uv,
+        )
+        | {"ratio_text": f"{cluster_over_single} (3-node / UV {cluster_over_uv})"}
     ]
 
 

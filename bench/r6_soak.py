@@ -13,33 +13,19 @@ client's keep-alive pool is bounded and rises and falls; a leak only rises)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from common import cli, env_server, guess_setup, log, play, row, served_config, tree_cpu_s, tree_pids
+from common import cli, env_server, guess_setup, log, play, reading, row, served_config, tree_cpu_s
 
 from openenvgen_testsupport.served import client_tasks
 
 TARGET_DRIFT = 0.05
 CONCURRENCY = 64
 TASKS = 64
-
-
-def reading(root: int) -> dict[str, float]:
-    """RSS (MiB) and open file descriptors of the process tree of `root`."""
-    rss_kb = fds = 0
-    for pid in tree_pids(root):
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            rss_kb += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
-            fds += len(os.listdir(f"/proc/{pid}/fd"))
-        except (OSError, StopIteration, ValueError):
-            continue  # gone between the listing and the read
-    return {"rss_mib": round(rss_kb / 1024, 1), "fds": fds}
 
 
 async def settled(root: int) -> dict[str, float]:

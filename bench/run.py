@@ -26,14 +26,16 @@ against the benchmark's own target, and the ratio between them beside the A/A ra
 Quick mode: P1 and P2 5 rounds instead of 9; P3 2,000 steps instead of 5,000; P4 16
 episodes at 4 only (not also 64 at 16); P5 32 episodes and one round instead of 64 and two;
 P6 N = 2 instead of 4 on `null`; P8 8 tasks instead of 64; P9 100 episodes per timing instead
-of 200; R4 64@16 instead of 256@64; R5 64 episodes x 2 rounds at 4 in flight instead of 256
-x 3 at 8; R6 2,000 episodes in segments of 500 instead of 20,000 in 1,000; S1 8 episodes and
-two rounds instead of 24 and three.
+of 200; P10 the same (1,024 in flight is its point); R4 64@16 instead of 256@64; R5 64
+episodes x 2 rounds at 4 in flight instead of 256 x 3 at 8; R6 2,000 episodes in segments of
+500 instead of 20,000 in 1,000; S1 8 episodes and two rounds instead of 24 and three; T1 200
+tool calls each instead of 600.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import os
@@ -47,8 +49,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from common import BENCH, load_average, log, machine, row
 
 BENCHMARKS = {
@@ -60,14 +60,15 @@ BENCHMARKS = {
     "P6": "p6_cpu",
     "P8": "p8_served",
     "P9": "p9_hooks",
+    "P10": "p10_open_files",
     "R4": "r4_fleet",
     "R5": "r5_cluster",
     "R6": "r6_soak",
     "S1": "s1_sandbox",
+    "T1": "t1_trl",
 }
 """Benchmark id -> its module in bench/, in the page's order."""
 FAILED = "(failed to run)"
-COLUMNS = ("Benchmark", "Target", "Measured", "Ratio", "Meets target")
 
 
 def run(only: list[str], quick: bool, workdir: Path, save: Any) -> list[dict[str, Any]]:
@@ -91,7 +92,8 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
     """Rows `<id>-vs-<commit>`: this tree and `tree` taking turns, with an A/A control; each
     side's figure is its row's ratio (rows with a number for one), judged by its own target."""
     sides = {"this": Path(sys.executable), "that": tree / ".venv" / "bin" / "python", "this again": None}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(git, cwd=tree, capture_output=True, text=True).stdout.strip()
     seen: dict[str, dict[str, list[dict[str, Any]]]] = {}
     before = load_average()
     for r in range(rounds):
@@ -108,11 +110,11 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
     for bid, by_side in seen.items():
         med = {side: statistics.median(x["ratio"] for x in xs) for side, xs in by_side.items()}
         met = {side: sum(bool(x["meets_target"]) for x in xs) for side, xs in by_side.items()}
-        if len(med) == 3:
+        if len(med) == 3:  # a benchmark with a figure on every side
             rows.append(
                 row(
-                    f"{bid}-vs-{commit.stdout.strip()}",
-                    f"{bid} beside `{commit.stdout.strip()}` ({tree}), {rounds} rounds taking turns, A/A control",
+                    f"{bid}-vs-{commit}",
+                    f"{bid} beside `{commit}` ({tree}), {rounds} rounds taking turns, A/A control",
                     f"{bid}'s target, met by this tree in every round",
                     f"{bid}'s ratio, median of {rounds}: this tree {med['this']:.3g} (target met "
                     f"{met['this']}/{rounds}), that tree {med['that']:.3g} ({met['that']}/{rounds}), "
@@ -132,7 +134,7 @@ def against(only: list[str], tree: Path, rounds: int, quick: bool, out: Path) ->
 
 def table(rows: list[dict[str, Any]], run_column: bool) -> list[str]:
     """The headline table: one line per row, every benchmark alike."""
-    head = [*COLUMNS, "load 1-min", *(["Run"] if run_column else [])]
+    head = ["Benchmark", "Target", "Measured", "Ratio", "Meets target", "load 1-min", *(["Run"] if run_column else [])]
 
     def cell(value: Any) -> str:
         if value is None:
@@ -151,8 +153,6 @@ def table(rows: list[dict[str, Any]], run_column: bool) -> list[str]:
 
 def how(bid: str) -> str:
     """A benchmark's method: its module docstring's first paragraph, on one line."""
-    import ast
-
     path = BENCH / f"{BENCHMARKS[bid.split('-')[0]]}.py"
     doc = ast.get_docstring(ast.parse(path.read_text("utf-8"))) or ""
     return " ".join(doc.split("\n\n")[0].split())
@@ -167,7 +167,8 @@ def to_markdown(runs: list[tuple[str, dict[str, Any]]]) -> str:
                 raise SystemExit(f"bench/run.py: {r['id']} is in both {owner[r['id']]} and {name}; give it once")
             owner[r["id"]] = name
             rows.append({**r, "run": number})
-    missing = sorted(set(BENCHMARKS) - {r["id"].split("-")[0] for r in rows if r["title"] != FAILED})
+    present = {r["id"].split("-")[0] for r in rows if r["title"] != FAILED}
+    missing = [bid for bid in BENCHMARKS if bid not in present]
     if missing:
         raise SystemExit(f"bench/run.py: these runs leave out {', '.join(missing)}: the page needs every benchmark")
     order = list(BENCHMARKS)

@@ -6,17 +6,15 @@ Docker sandbox on runc (the machine's daemon) and the Docker sandbox on gVisor (
 a throwaway daemon that registers it with `--platform=ptrace --network=host
 --host-uds=all`; the image is loaded into it with `docker save | docker load`).
 
-Each run is one `serving()` of the generated package, in this process, two servers, two
-episodes at a time: start-up is the time until the first server answers; two warm-up
-episodes at once bring up the second; then N episodes
-(8 with --quick, 24 otherwise; two rounds with --quick, three otherwise). CPU-s per episode
-counts everything the episodes cost, over the episodes only (start-up apart): this process
-(the runtime, and for the sandbox its host relay) from `getrusage`, plus the servers: for
-UV the server processes and the children they reaped (/proc, found by a marker variable),
-for Docker each container's cgroup (`cpu.stat` usage_usec: the shim, the server, the model's
-code; under gVisor, the sandbox's own kernel too). Episodes/min is N over the episodes' wall
-time. The headline ratio is the runc sandbox's CPU-s per episode over UV's (medians over the
-rounds); target ≤ 1.15. gVisor's cost is measured and shown, without a target.
+Each run is one `serving()` of the generated package in this process, two servers, two
+episodes at a time: start-up is until the first server answers; two warm-up episodes at once
+bring up the second; then N episodes (quick: 8 and two rounds; else 24 and three). CPU-s per
+episode, over the episodes only: this process (the runtime; for the sandbox its host relay)
+from `getrusage`, plus the servers: UV's server processes and their reaped children (/proc,
+by a marker variable), Docker's container cgroups (`cpu.stat` usage_usec: shim, server, the
+model's code; under gVisor its kernel too). Episodes/min is N over the episodes' wall time.
+Headline: runc's CPU-s per episode over UV's (medians over the rounds), target ≤ 1.15;
+gVisor's is shown, without a target.
 """
 
 from __future__ import annotations
@@ -33,7 +31,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import cli, docker_host, log, marked_pids, process_cpu_s, spread
+from common import cli, docker_host, log, median, process_cpu_s, row
+
+from openenvgen_testsupport.adapters import marked_processes
 
 TARGET_RATIO = 1.15
 SIDES = ("uv", "runc", "gvisor")
@@ -43,12 +43,6 @@ CODES = [
     "import json\nprint(json.dumps({'squares': [i * i for i in range(200)]})[:60])",
     "print('done')",
 ]
-
-
-def _package(workdir: Path) -> str:
-    from openenvgen_testsupport.adapters import generate_code_env_package
-
-    return generate_code_env_package(workdir / "s1-pkgs")
 
 
 def _taskset(side: str, image: str, marker: str) -> dict[str, Any]:
@@ -87,7 +81,7 @@ def _container_cpu_s(container_id: str) -> float | None:
 
 def _servers_cpu_s(env: Any, side: str, marker: str) -> float | None:
     if side == "uv":
-        return sum(process_cpu_s(pid) for pid in marked_pids(marker))
+        return sum(process_cpu_s(pid) for pid in marked_processes(marker))
     total = 0.0
     for server in env.pool.servers:
         cpu = _container_cpu_s(getattr(server.provider, "container_id", None) or "")
@@ -163,14 +157,14 @@ def _gvisor(image: str) -> Iterator[str | None]:
 
 def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     from openenvgen_testsupport import docker_images
+    from openenvgen_testsupport.adapters import generate_code_env_package
     from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
     from openenvgen_testsupport.servers import serve_app
 
-    problem = docker_images.daemon_problem()
-    if problem:
+    if problem := docker_images.daemon_problem():
         raise RuntimeError(f"S1 needs Docker: {problem}")
     image = docker_images.code_env_image()
-    package = _package(workdir)
+    package = generate_code_env_package(workdir / "s1-pkgs")
     episodes, rounds = (8, 2) if quick else (24, 3)
     model = ScriptedChatModel(Script([json.dumps({"code": code}) for code in CODES]))
     runs: list[dict[str, Any]] = []
@@ -186,29 +180,29 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
 
     def med(side: str, key: str) -> float | None:
         values = [r[key] for r in by_side.get(side, []) if r[key] is not None]
-        return spread(values, 4)["median"] if values else None
+        return round(median(values), 4) if values else None
 
     summary = {s: {k: med(s, k) for k in ("cpu_s_per_episode", "episodes_per_min", "startup_s")} for s in by_side}
     uv_cpu, runc_cpu = summary["uv"]["cpu_s_per_episode"], summary["runc"]["cpu_s_per_episode"]
     ratio = runc_cpu / uv_cpu if uv_cpu and runc_cpu else None
     gvisor_cpu = summary.get("gvisor", {}).get("cpu_s_per_episode")
-    all_ok = all(r["ok"] == r["of"] for r in runs)
+    measured = "; ".join(
+        f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
+        f"start-up {v['startup_s']} s"
+        for s, v in summary.items()
+    ) + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else "")
     return [
-        {
-            "id": "S1",
-            "title": "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
-            "target": f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
-            "measured": "; ".join(
-                f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
-                f"start-up {v['startup_s']} s"
-                for s, v in summary.items()
-            )
-            + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else ""),
-            "ratio": None if ratio is None else round(ratio, 3),
-            "ratio_label": "runc sandbox / UV CPU-s per episode",
-            "meets_target": all_ok and ratio is not None and ratio <= TARGET_RATIO,
-            "details": {"summary": summary, "runs": runs},
-        }
+        row(
+            "S1",
+            "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
+            f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
+            measured,
+            None if ratio is None else round(ratio, 3),
+            all(r["ok"] == r["of"] for r in runs) and ratio is not None and ratio <= TARGET_RATIO,
+            label="runc sandbox / UV CPU-s per episode",
+            summary=summary,
+            runs=runs,
+        )
     ]
 
 
