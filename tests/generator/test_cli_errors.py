@@ -250,7 +250,7 @@ def test_every_subcommand_of_the_tree_is_refused_as_an_env_name(tmp_path: Path) 
     from openenvgen.cli import app
 
     names = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]  # a group
-    assert {"generate", "list", "check", "regen", "publish", "capture", "play", "doctor"} == set(names)
+    assert {"generate", "list", "check", "regen", "publish", "capture", "play", "doctor", "replay"} == set(names)
     for name in names:
         result = gen("generate", name, "--out", str(tmp_path / name))
         assert_one_line_error(result, 64, f"{name!r} is a subcommand, not an env name")

@@ -1,7 +1,5 @@
 """TRL's `environment_factory`: a generated package's env as the class `GRPOTrainer` trains on.
 
-Layer 4 (after `episodes`, beside `client`): may import every layer below it.
-
 `environment` is the base class a package's `<module>/trl.py` subclasses (`TrlEnvironment`,
 its `tool` decorator, `environment_class`); `runner` is the one event loop thread a
 process's TRL environments share, and what closes their pools at exit.

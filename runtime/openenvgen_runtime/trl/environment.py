@@ -1,4 +1,4 @@
-"""A generated package's env as TRL's `GRPOTrainer(environment_factory=...)` class.
+"""A generated package's env as the class TRL's `GRPOTrainer` takes as its `environment_factory`.
 
 Execution model: TRL makes one instance at start-up to read its tools, then one per
 rollout of a batch, and reuses them across steps; it calls `reset(**row)` on each, then the
