@@ -1,5 +1,7 @@
-"""`python -m openenvgen_runtime.replay ENV_FOLDER [--port PORT]`: serve a shipped recording on
-loopback until interrupted (`openenv-gen replay NAME` runs it with the catalog name's folder).
+"""Serve a shipped recording on loopback until interrupted (`openenv-gen replay NAME` runs it).
+
+`python -m openenvgen_runtime.replay ENV_FOLDER [--port PORT]` serves the recording in
+ENV_FOLDER (the catalog name's folder).
 
 The first line on stdout is the server's URL, once it is listening; `--port 0` takes a free port.
 A recording that is not shipped, or a port already in use, is one line on stderr and exit 64 or
