@@ -317,6 +317,8 @@ names_strategy_for_defs = st.one_of(
 )
 
 
+# Each example renders a whole package, its models and its TRL module each through ruff.
+@pytest.mark.timeout(600)
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(action=union_schemas())
 def test_generated_union_packages_are_safe_and_faithful(tmp_path_factory: pytest.TempPathFactory, action) -> None:

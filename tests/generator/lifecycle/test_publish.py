@@ -299,7 +299,11 @@ def test_publish_install_from_the_index_and_republish(index: Index, sources: dic
     assert Path(seen["runtime"]).resolve().as_posix().startswith(venv)
     assert (seen["taskset"], seen["env"], seen["tasks"]) == ("WordleTaskset", "WordleEnv", 1)
     assert seen["runtime_version"] == "0.1.0"
-    assert seen["requires"] == ["openenvgen-runtime<0.2,>=0.1.0", "verifiers<0.5,>=0.4"]
+    assert seen["requires"] == [
+        "openenvgen-runtime<0.2,>=0.1.0",
+        "verifiers<0.5,>=0.4",
+        "trl<2,>=1.16; extra == 'trl'",
+    ]
     assert seen["summary"].startswith("verifiers taskset for the OpenEnv environment openenv/wordle")
 
     # Again: every file is already there, nothing is uploaded, and that is a success.
@@ -522,7 +526,12 @@ def test_generated_wheel_metadata_is_complete(index: Index, sources: dict[str, P
     ]
     assert fields["License-Expression"] == ["Apache-2.0"]
     assert fields["Requires-Python"] == [">=3.11"]
-    assert fields["Requires-Dist"] == ["openenvgen-runtime<0.2,>=0.1.0", "verifiers<0.5,>=0.4"]
+    assert fields["Requires-Dist"] == [
+        "openenvgen-runtime<0.2,>=0.1.0",
+        "verifiers<0.5,>=0.4",
+        "trl<2,>=1.16; extra == 'trl'",
+    ]
+    assert fields["Provides-Extra"] == ["trl"]
     assert fields["Description-Content-Type"] == ["text/markdown"]
     assert fields["Project-URL"] == ["Environment, https://huggingface.co/spaces/openenv/wordle"]
     assert "Programming Language :: Python :: 3.11" in fields["Classifier"]
@@ -571,6 +580,7 @@ def test_untrusted_metadata_cannot_break_the_distribution(index: Index, tmp_path
         "classifiers",
         "dependencies",
         "urls",
+        "optional-dependencies",
     }
     # And it builds and passes `twine check --strict`.
     dist = tmp_path / "dist"
