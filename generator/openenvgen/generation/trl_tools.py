@@ -39,7 +39,8 @@ RESERVED = frozenset({"reset", "get_reward", "self"})
 ANY_TOOL = "call_tool"
 """The one method of an MCP env whose tools are known only per episode."""
 _SECTION = re.compile(r"\b(Args|Arguments|Returns|Raises|Yields|Examples?):")
-_NOT_WORD = re.compile(r"\W+")
+# ASCII only: `\w` also matches characters no Python identifier may hold (e.g. U+109C0).
+_NOT_WORD = re.compile(r"[^0-9A-Za-z_]+")
 _BOUNDS = (
     ("minimum", "at least {}"),
     ("exclusiveMinimum", "greater than {}"),
