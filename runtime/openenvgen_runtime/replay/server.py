@@ -147,15 +147,13 @@ def _metadata(recording: Recording) -> EnvironmentMetadata:
     return EnvironmentMetadata(**recording.metadata)
 
 
-class ReplayEnvironment(Environment[Action, ReplayObservation, State]):
-    """Replays one recorded session of a typed-action env; one instance per WS session."""
+class _Replaying:
+    """What both replay environments do: each WS session walks one recorded session with a
+    `Cursor`, answering resets and steps with the recorded observations."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(
+    def _start_replay(
         self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]
     ) -> None:
-        super().__init__()
         self._cursor = Cursor(recording, log, action_cls)
         self._observation_cls = observation_cls
         self._state = State(episode_id=str(uuid.uuid4()))
@@ -172,7 +170,7 @@ class ReplayEnvironment(Environment[Action, ReplayObservation, State]):
         self._state = State(episode_id=episode_id or str(uuid.uuid4()))
         return self._observation(reset, reward=reset.get("reward"), done=bool(reset.get("done")))
 
-    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> ReplayObservation:
+    def _replayed(self, action: Action) -> ReplayObservation:
         index = self._cursor.advance(action)
         self._state.step_count += 1
         recording = self._cursor.recording
@@ -186,6 +184,21 @@ class ReplayEnvironment(Environment[Action, ReplayObservation, State]):
 
     def get_metadata(self) -> EnvironmentMetadata:
         return _metadata(self._cursor.recording)
+
+
+class ReplayEnvironment(_Replaying, Environment[Action, ReplayObservation, State]):
+    """Replays one recorded session of a typed-action env; one instance per WS session."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(
+        self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]
+    ) -> None:
+        super().__init__()
+        self._start_replay(recording, log, action_cls, observation_cls)
+
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> ReplayObservation:
+        return self._replayed(action)
 
 
 # ---------------------------------------------------------------------------
@@ -212,7 +225,7 @@ def _recorded_tools(recording: Recording) -> FastMCP:
     return mcp
 
 
-class ReplayMCPEnvironment(MCPEnvironment):
+class ReplayMCPEnvironment(_Replaying, MCPEnvironment):
     """An MCP env listing the recorded tools; tool calls return the recorded observations."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
@@ -221,21 +234,7 @@ class ReplayMCPEnvironment(MCPEnvironment):
         self, recording: Recording, log: ReplayLog, action_cls: type[Action], observation_cls: type[ReplayObservation]
     ) -> None:
         super().__init__(_recorded_tools(recording))
-        self._cursor = Cursor(recording, log, action_cls)
-        self._observation_cls = observation_cls
-        self._state = State(episode_id=str(uuid.uuid4()))
-
-    def _observation(self, reply: dict[str, Any], *, reward: Any, done: bool) -> ReplayObservation:
-        return self._observation_cls.recorded(reply["observation"], reward=reward, done=done)
-
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
-        if seed is not None:
-            kwargs["seed"] = seed
-        if episode_id is not None:
-            kwargs["episode_id"] = episode_id
-        reset = self._cursor.reset(kwargs)
-        self._state = State(episode_id=episode_id or str(uuid.uuid4()))
-        return self._observation(reset, reward=reset.get("reward"), done=bool(reset.get("done")))
+        self._start_replay(recording, log, action_cls, observation_cls)
 
     def _step_impl(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         raise self._cursor.log.error(f"not an MCP action: {type(action).__name__}")
@@ -250,21 +249,6 @@ class ReplayMCPEnvironment(MCPEnvironment):
         if isinstance(action, ListToolsAction):
             return await super().step_async(action, timeout_s=timeout_s, **kwargs)
         return self._replayed(action)
-
-    def _replayed(self, action: Action) -> Observation:
-        index = self._cursor.advance(action)
-        self._state.step_count += 1
-        recording = self._cursor.recording
-        return self._observation(
-            recording.steps[index].reply, reward=recording.reward_at(index), done=recording.done_at(index)
-        )
-
-    @property
-    def state(self) -> State:
-        return self._state
-
-    def get_metadata(self) -> EnvironmentMetadata:
-        return _metadata(self._cursor.recording)
 
 
 # ---------------------------------------------------------------------------
