@@ -18,7 +18,7 @@ import pytest
 
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import generate_code_env_package
-from openenvgen_testsupport.tiny_model import ToolCall, tiny_tool_caller, tool_methods
+from openenvgen_testsupport.tiny_model import ToolCall, cpu_grpo_config, tiny_tool_caller, tool_methods
 
 pytestmark = [pytest.mark.docker, pytest.mark.rollout, pytest.mark.timeout(900)]
 RUN = uuid.uuid4().hex
@@ -36,7 +36,7 @@ def host_left_as_found() -> Iterator[None]:
 def test_grpo_trains_on_the_sandboxed_code_env(token: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     from datasets import Dataset
     from transformers.utils import get_json_schema
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     image = docker_images.code_env_image()
     package = generate_code_env_package(tmp_path_factory.mktemp("pkgs"))
@@ -61,20 +61,8 @@ def test_grpo_trains_on_the_sandboxed_code_env(token: str, tmp_path_factory: pyt
         assert tiny.final_loss < 0.05, tiny.final_loss
 
         rows = [[{"role": "user", "content": prompt}] for prompt in CODES]
-        args = GRPOConfig(
-            output_dir=str(tmp_path_factory.mktemp("out")),
-            max_steps=STEPS,
-            per_device_train_batch_size=len(CODES) * GENERATIONS,
-            num_generations=GENERATIONS,
-            max_completion_length=64,
-            max_tool_calling_iterations=2,
-            logging_steps=1,
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
-            save_strategy="no",
-            seed=0,
-            shuffle_dataset=False,
+        args = cpu_grpo_config(
+            str(tmp_path_factory.mktemp("out")), steps=STEPS, batch=len(CODES) * GENERATIONS, generations=GENERATIONS
         )
         trainer = GRPOTrainer(
             model=tiny.model,

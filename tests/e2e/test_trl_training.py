@@ -36,7 +36,7 @@ from openenvgen_testsupport.fixture_envs import (
     extract_guess,
 )
 from openenvgen_testsupport.servers import serve_app
-from openenvgen_testsupport.tiny_model import ToolCall, tiny_tool_caller, tool_methods
+from openenvgen_testsupport.tiny_model import ToolCall, cpu_grpo_config, tiny_tool_caller, tool_methods
 
 pytestmark = [pytest.mark.rollout, pytest.mark.timeout(600)]
 
@@ -108,7 +108,7 @@ def child_processes() -> set[int]:
 def test_grpo_trains_on_the_generated_class(environment_class: type, tmp_path: Path) -> None:
     from datasets import Dataset
     from transformers.utils import get_json_schema
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     children_before = child_processes()
     probe = environment_class()
@@ -126,21 +126,7 @@ def test_grpo_trains_on_the_generated_class(environment_class: type, tmp_path: P
 
     rows = [[{"role": "user", "content": prompt}] for prompt in WORDS] * (STEPS * BATCH // GENERATIONS // len(WORDS))
     dataset = Dataset.from_dict({"prompt": rows})
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=STEPS,
-        per_device_train_batch_size=BATCH,
-        num_generations=GENERATIONS,
-        max_completion_length=64,
-        max_tool_calling_iterations=2,
-        logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        seed=0,
-        shuffle_dataset=False,
-    )
+    args = cpu_grpo_config(str(tmp_path / "out"), steps=STEPS, batch=BATCH, generations=GENERATIONS)
     first_episode = len(Served.episodes)
     trainer = GRPOTrainer(
         model=tiny.model,
@@ -206,7 +192,7 @@ def test_bad_calls_end_their_episode_and_training_goes_on(
     no tool failure logged), the benign row still scores, and training runs its steps."""
     from datasets import Dataset
     from transformers.utils import get_json_schema
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     package = generate_from_server("hostile", hostile_server, tmp_path_factory.mktemp("pkgs"))
     trl_module = importlib.import_module(f"{package.replace('-', '_')}.trl")
@@ -227,20 +213,8 @@ def test_bad_calls_end_their_episode_and_training_goes_on(
     dataset = Dataset.from_dict(
         {"prompt": [[{"role": "user", "content": p}] for p, _, _ in BAD_ROWS], "seed": [s for _, s, _ in BAD_ROWS]}
     )
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=STEPS,
-        per_device_train_batch_size=len(BAD_ROWS) * GENERATIONS,
-        num_generations=GENERATIONS,
-        max_completion_length=64,
-        max_tool_calling_iterations=2,
-        logging_steps=1,
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        seed=0,
-        shuffle_dataset=False,
+    args = cpu_grpo_config(
+        str(tmp_path / "out"), steps=STEPS, batch=len(BAD_ROWS) * GENERATIONS, generations=GENERATIONS
     )
     trainer = GRPOTrainer(
         model=tiny.model,

@@ -214,3 +214,25 @@ def tiny_tool_caller(
     model = make_model(tokenizer, seed)
     loss = teach(model, examples, steps=steps, seed=seed)
     return TinyModel(model=model, tokenizer=tokenizer, final_loss=loss)
+
+
+def cpu_grpo_config(output_dir: str, *, steps: int, batch: int, generations: int) -> Any:
+    """A GRPOConfig for a tiny model's training on CPU: a short tool-calling turn, every step
+    logged, nothing saved or reported, seeded and in the dataset's order."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=output_dir,
+        max_steps=steps,
+        per_device_train_batch_size=batch,
+        num_generations=generations,
+        max_completion_length=64,
+        max_tool_calling_iterations=2,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        seed=0,
+        shuffle_dataset=False,
+    )
