@@ -30,9 +30,15 @@ def _reject_constant(name: str) -> Any:
     raise NonStandardJSON(name)
 
 
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant)
+"""One decoder for every document: `json.loads` with a hook makes a new one per call."""
+
+
 def strict_json(text: str | bytes) -> Any:
     """`json.loads` without NaN/Infinity."""
-    return json.loads(text, parse_constant=_reject_constant)
+    if isinstance(text, str) and not text.startswith("\ufeff"):
+        return _STRICT.decode(text)
+    return json.loads(text, parse_constant=_reject_constant)  # bytes (their encoding found), a BOM refused
 
 
 def interface_schemas(source: str, schema: Any) -> dict[str, Any]:

@@ -178,6 +178,8 @@ class ActionSpace:
                 # The tool names the member: its discriminator value goes with it.
                 arguments = {**arguments, self.union.discriminator: member.tag}
             return self._member_validated(member, arguments)
+        if self._bare_reply_is_action and len(arguments) == 1 and type(arguments.get(self._raw_string_field)) is str:
+            return arguments  # as validating and dumping it gives (`_bare_reply_is_action`)
         return self._validated(arguments)
 
     def parse(self, reply: str) -> dict[str, Any]:

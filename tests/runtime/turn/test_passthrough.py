@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from openenvgen_runtime.turn.actions import ActionSpace, InvalidAction
+from openenvgen_runtime.turn.actions import ACTION_TOOL, ActionSpace, InvalidAction, ToolCallRequest
 from openenvgen_runtime.turn.passthrough import takes_any_string
 from openenvgen_testsupport.paths import GENERATED
 
@@ -172,6 +172,15 @@ def outcome(action_space: ActionSpace, reply: str) -> Any:
         return "InvalidAction", str(e)
 
 
+def tool_outcome(action_space: ActionSpace, value: str) -> Any:
+    """The action of a native tool call (a TRL tool method's call) whose one argument is `value`."""
+    field = action_space._raw_string_field
+    try:
+        return action_space.parse_tool_calls([ToolCallRequest("1", ACTION_TOOL, json.dumps({field: value}))])
+    except InvalidAction as e:
+        return "InvalidAction", str(e)
+
+
 REPLIES = st.text(alphabet=" \n\t`[]{}\"'xXabcé😀\ud800", max_size=12) | st.sampled_from(
     ["[crane]", " [slate] ", "```\n[crane]\n```", "x", "", '"[crane]"', '{"message": "[crane]"}']
 )
@@ -180,12 +189,14 @@ REPLIES = st.text(alphabet=" \n\t`[]{}\"'xXabcé😀\ud800", max_size=12) | st.s
 @given(REPLIES)
 @settings(max_examples=300, deadline=None)
 def test_skipping_validation_gives_what_validating_gives(reply: str) -> None:
-    """For every model, any reply: the same action or the same error, shortcut or not; and
+    """For every model, any reply (and any tool call's one argument): the same action or the
+    same error, shortcut or not; and
     forcing the shortcut where it is refused would change some outcome (see the next test)."""
     for model in MODELS:
         if space(model)._raw_string_field is None:
             continue
         assert outcome(space(model), reply) == outcome(space(model, skip=False), reply), model.__name__
+        assert tool_outcome(space(model), reply) == tool_outcome(space(model, skip=False), reply), model.__name__
 
 
 HARMLESS_BUT_REFUSED = (Aliased, Stripping, Strict)
