@@ -60,8 +60,8 @@ check: install
 
 # Recapture every upstream env from a huggingface/OpenEnv checkout (each started as the UV
 # provider starts it) into the captures the tests replay (with each env's seed verdict
-# and its server's validation rulings), and rebuild the catalog's snapshots, seed
-# verdicts and source commit from them: `make catalog OPENENV=PATH [COMMIT=SHA]
+# and its server's validation rulings), and rebuild from them the catalog's snapshots, seed
+# verdicts and source commit, and the recordings `openenv-gen replay` serves: `make catalog OPENENV=PATH [COMMIT=SHA]
 # [PYTHONS="3.12=/path/to/python3.12"]` (COMMIT when PATH is an export, not a git
 # checkout; PYTHONS: VERSION=PATH for each interpreter a catalog entry asks for, e.g.
 # grid_world's 3.12, when uv cannot find it). Then regenerate the packages.
@@ -69,6 +69,8 @@ catalog: install
 	@test -n "$(OPENENV)" || { echo "usage: make catalog OPENENV=PATH-TO-OPENENV-CHECKOUT [COMMIT=SHA] [PYTHONS=VERSION=PATH ...]"; exit 64; }
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/openenv-gen capture "$(OPENENV)" --out tests/fixtures/captures \
 		--catalog generator/openenvgen/catalog/data --jobs 2 $(if $(COMMIT),--commit $(COMMIT)) $(foreach p,$(PYTHONS),--python $(p))
+	$(BIN)/python -c 'from pathlib import Path; from openenvgen_runtime.replay.recording import write_recordings; \
+		write_recordings(Path("tests/fixtures/captures"))'
 
 # The benchmarks (bench/run.py; each in the bench/ module named after its id), each side by
 # side in one run: writes bench/out/results.json and run.json; bench/RESULTS.md is rendered

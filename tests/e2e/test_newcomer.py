@@ -1,35 +1,54 @@
-"""A newcomer's journey, exactly as README.md's "By hand" block writes it, in a fresh venv.
+"""A newcomer's first hour, as README.md and the docs write it, in a fresh clone.
 
-The block is read from the README (so changing the README changes what this runs) and run
-with bash in a copy of the repository, as a clone would be: create a venv, install
-openenv-gen and the runtime, generate ./wordle-openenv, install it, and `vf-eval` it. The
-only change to the block is on its `vf-eval` line: MODEL becomes the scripted model, and
-options point vf-eval at it and at a Wordle server on loopback (the README's command would
-launch the env from its Hugging Face Space, which needs the internet). One fresh venv,
-installed from PyPI (slow: minutes on a cold pip cache), hence its `rollout` mark.
+A copy of the repository, as a clone has it, where `make demo` runs with the network cut to
+everything but the package registries: the proxy variables send every other connection of pip,
+git, httpx and the Hugging Face hub (also set offline) to a closed loopback port. In that one
+install (slow: minutes on a cold pip cache, hence the `rollout` mark):
+
+* offline, nothing past loopback: `openenv-gen replay` serves recorded catalog envs, and
+  `list`, `play` (typed at in a terminal), `doctor --html`, the typed client's `connect()`
+  and `vf-eval` run against them exactly as the docs write them, only their URL being the
+  port the replay took;
+* README.md's "By hand" block is read from the README (so changing the README changes what
+  this runs) and run with bash as written: create the venv, install openenv-gen and the
+  runtime, generate ./wordle-openenv, install it, and `vf-eval` it. The only change is on
+  its `vf-eval` line: MODEL becomes the scripted model, and options point vf-eval at it and
+  at a Wordle server on loopback (the README's command would launch the env from its Hugging
+  Face Space).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from openenvgen_testsupport.fixture_envs import make_wordle_app
 from openenvgen_testsupport.paths import ROOT
+from openenvgen_testsupport.rollout import EvalRun
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
 
 README = ROOT / "README.md"
 FIRST_BLOCK = re.compile(r"^```(?:bash|sh|console)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
+CODE_BLOCK = re.compile(r"^```(?P<language>\w*)\n(?P<code>.*?)^```", re.MULTILINE | re.DOTALL)
 JOURNEY = "\n### By hand\n"
 
 
@@ -105,50 +124,278 @@ def _clone(destination: Path) -> Path:
     return destination
 
 
-def _with_loopback_servers(line: str, *, model_url: str, env_url: str, out: Path) -> str:
-    """The README's `vf-eval ... -m MODEL --no-push` pointed at the scripted model and a local env."""
-    words = shlex.split(line, comments=True)
-    assert "MODEL" in words, line
+def _with_scripted_model(words: list[str], *, model_url: str, out: Path) -> list[str]:
+    """A documented `vf-eval ... -m MODEL ...` pointed at the scripted model, its output in `out`."""
+    assert "MODEL" in words, words
     words = ["scripted-model" if w == "MODEL" else w for w in words]
-    words += [
+    return [
+        *words,
         "--client.base-url",
         f"{model_url}/v1",
         "--client.api-key-var",
         "SCRIPTED_API_KEY",
-        "--env.taskset.base-url",
-        env_url,
-        "--env.taskset.resets",
-        json.dumps([{"secret": "crane"}]),
         "--output-dir",
         str(out),
         "--no-rich",
     ]
+
+
+def _with_loopback_servers(line: str, *, model_url: str, env_url: str, out: Path) -> str:
+    """The README's `vf-eval ... -m MODEL --no-push` pointed at the scripted model and a local env."""
+    words = _with_scripted_model(shlex.split(line, comments=True), model_url=model_url, out=out)
+    words += ["--env.taskset.base-url", env_url, "--env.taskset.resets", json.dumps([{"secret": "crane"}])]
     return shlex.join(words)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A clone in which `make demo` ran, and how to run commands there."""
+
+    clone: Path
+    env: dict[str, str]
+    """The machine's environment without this test's venv (its tools, not ours), the network
+    cut to the package registries."""
+
+    def activated(self, **cut: str) -> dict[str, str]:
+        """`env` as `. .venv/bin/activate` leaves it, with `cut` over it."""
+        venv = self.clone / ".venv"
+        path = os.pathsep.join([str(venv / "bin"), self.env["PATH"]])
+        return {**self.env, "VIRTUAL_ENV": str(venv), "PATH": path, **cut}
+
+
+@pytest.fixture(scope="module")
+def closed_port() -> Iterator[int]:
+    """A loopback port bound and never listened on: every connection to it is refused."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        yield closed.getsockname()[1]
+
+
+def _cut_network(closed_port: int, *, reachable: Iterable[str] = ()) -> dict[str, str]:
+    """Every proxy-honouring client (pip, httpx, huggingface_hub, websockets) sent to a closed
+    port but for loopback and `reachable`; Hugging Face's hub offline as well."""
+    proxy = f"http://127.0.0.1:{closed_port}"
+    bypass = ",".join(["127.0.0.1", "localhost", *reachable])
+    return {
+        **{
+            name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+        },
+        "NO_PROXY": bypass,
+        "no_proxy": bypass,
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+def _registry_hosts() -> set[str]:
+    """The hosts pip installs from here: PyPI's, and those of the indexes and find-links pip's
+    configuration names (a CI runner's mirror)."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
+    ).stdout
+    urls = " ".join(re.findall(r"(?:index-url|find-links)='([^']*)'", listed)).split()
+    return {"pypi.org", "files.pythonhosted.org"} | {host for url in urls if (host := urlsplit(url).hostname)}
+
+
+@pytest.fixture(scope="module")
+def demo(closed_port: int) -> Iterator[Demo]:
+    """A fresh clone where `make demo` ran with nothing but the registries reachable."""
+    # A directory of its own, not pytest's tmp_path: another pytest session on the machine
+    # may prune old numbered tmp_path directories during this long module.
+    with tempfile.TemporaryDirectory(prefix="openenvgen-newcomer-") as workdir:
+        clone = _clone(Path(workdir) / "openenv-gen")
+        # The machine's tools without this test's venv: everything else (uv too) must come
+        # from the commands run.
+        ours = Path(sys.prefix).resolve()
+        path = [
+            d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not Path(d).resolve().is_relative_to(ours)
+        ]
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX"}
+        }
+        env.update(PATH=os.pathsep.join(path), NO_COLOR="1", **_cut_network(closed_port, reachable=_registry_hosts()))
+        made = subprocess.run(["make", "demo"], cwd=clone, env=env, capture_output=True, text=True, timeout=1500)
+        assert made.returncode == 0, (made.stdout + made.stderr)[-6000:]
+        assert "ready: . .venv/bin/activate && vf-eval wordle-openenv -m MODEL --no-push" in made.stdout
+        yield Demo(clone, env)
+
+
+# ---------------------------------------------------------------------------
+# Offline: the replayed catalog envs, each command as the docs write it
+# ---------------------------------------------------------------------------
+
+EXPLORING = ROOT / "docs" / "guides" / "exploring.md"
+DOCTOR = ROOT / "docs" / "guides" / "doctor.md"
+DOCS_URL = "http://127.0.0.1:8001"
+"""The replay's URL as the docs write it (`openenv-gen replay`'s default port)."""
+
+
+def _documented(page: Path, start: str) -> str:
+    """The one line of `page`'s code blocks that starts with `start` (a `$ ` prompt aside)."""
+    blocks = CODE_BLOCK.finditer(page.read_text("utf-8"))
+    lines = [line.removeprefix("$ ") for block in blocks for line in block["code"].splitlines()]
+    found = [line for line in lines if line.startswith(start)]
+    assert len(found) == 1, f"{page.name}: {found or 'no'} code line starting {start!r}"
+    return found[0]
+
+
+def _at(line: str, url: str, *, written: str = DOCS_URL) -> list[str]:
+    """A documented command line's words, the URL it is `written` with made `url`."""
+    assert written in line, line
+    return shlex.split(line.replace(written, url), comments=True)
+
+
+class Terminal:
+    """A command on a pseudo-terminal of its own, read and typed at as a person does."""
+
+    def __init__(self, command: list[str], *, env: dict[str, str], cwd: Path) -> None:
+        main, seat = pty.openpty()
+        self.process = subprocess.Popen(command, stdin=seat, stdout=seat, stderr=seat, env=env, cwd=cwd)
+        os.close(seat)
+        self.main = main
+        self.shown = ""
+        self.read_to = 0
+        """Where the next `wait_for` starts looking: what was shown is read once."""
+
+    def wait_for(self, text: str, timeout: float = 180) -> str:
+        """What the terminal shows from the last `wait_for` up to and including `text`."""
+        deadline = time.monotonic() + timeout
+        while text not in self.shown[self.read_to :]:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"never shown: {text!r}\n{self.shown[-4000:]}"
+            if select.select([self.main], [], [], min(remaining, 1.0))[0]:
+                try:
+                    chunk = os.read(self.main, 65536)
+                except OSError:  # EIO: the command closed the terminal
+                    chunk = b""
+                assert chunk, f"the command ended before showing {text!r}\n{self.shown[-4000:]}"
+                self.shown += chunk.decode(errors="replace")
+        end = self.shown.index(text, self.read_to) + len(text)
+        seen, self.read_to = self.shown[self.read_to : end], end
+        return seen
+
+    def type(self, line: str) -> None:
+        os.write(self.main, f"{line}\n".encode())
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(timeout=60)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            os.close(self.main)
+
+
+@contextmanager
+def _replaying(demo: Demo, page: Path, name: str, env: dict[str, str]) -> Iterator[str]:
+    """`page`'s `openenv-gen replay NAME &` on a free port (`--port 0`); its URL, the first line
+    it prints. Stopped with Ctrl-C's SIGINT; it must end cleanly."""
+    command = shlex.split(_documented(page, f"openenv-gen replay {name} &"), comments=True)
+    assert command[-1] == "&", command
+    log = demo.clone.parent / f"replay-{name}.log"
+    with log.open("w") as stderr:
+        server = subprocess.Popen(
+            [*command[:-1], "--port", "0"],
+            cwd=demo.clone,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), log.read_text()
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        code = server.wait(timeout=60)
+    assert code == 0, log.read_text()
 
 
 @pytest.mark.rollout
 @pytest.mark.timeout(1800)
-def test_readme_commands_work_in_a_fresh_venv() -> None:
-    # A directory of its own, not pytest's tmp_path: another pytest session on the machine
-    # may prune old numbered tmp_path directories during this long test.
-    with tempfile.TemporaryDirectory(prefix="openenvgen-newcomer-") as workdir:
-        _follow_the_readme(Path(workdir))
+def test_the_first_hour_runs_offline_on_replayed_envs(demo: Demo, closed_port: int) -> None:
+    offline = demo.activated(**_cut_network(closed_port))
+    work = demo.clone.parent
+
+    def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(command, cwd=demo.clone, env=offline, capture_output=True, text=True, timeout=600)
+
+    # The cut holds: the env's own server, its Hugging Face Space, is out of reach.
+    launched = run(["openenv-gen", "play", "wordle", "--script", os.devnull])
+    assert launched.returncode == 69, launched.stderr
+    assert "could not clone https://huggingface.co/spaces/openenv/wordle" in launched.stderr, launched.stderr
+
+    # `list` says which envs play offline: the two the docs replay do.
+    listed = run(["openenv-gen", "list"])
+    assert listed.returncode == 0, listed.stderr
+    episode = {row.split()[0]: row.split()[4] for row in listed.stdout.splitlines()[1:] if not row.startswith("#")}
+    assert (episode["wordle"], episode["connect4"]) == ("replay", "replay"), listed.stdout
+
+    with (
+        _replaying(demo, EXPLORING, "wordle", offline) as wordle,
+        _replaying(demo, DOCTOR, "connect4", offline) as connect4,
+    ):
+        # play, typed at in a terminal: each recorded guess gets the recorded feedback.
+        terminal = Terminal(
+            _at(_documented(EXPLORING, "openenv-gen play wordle --base-url"), wordle), env=offline, cwd=demo.clone
+        )
+        try:
+            assert "── turn 1 · user ──" in terminal.wait_for("\n> ")
+            terminal.type("[crane]")
+            answered = terminal.wait_for("\n> ")
+            assert "── turn 2 · user · reward 0 ──" in answered and "You submitted [crane]" in answered, answered
+            terminal.type("[slate]")
+            assert "── done · reward 0" in terminal.wait_for("total reward 0")
+        finally:
+            status = terminal.close()
+        assert status == 0, terminal.shown[-4000:]
+
+        # doctor on the checked-in Connect Four package, with its HTML page.
+        doctored = run(_at(_documented(DOCTOR, "openenv-gen doctor generated/connect4-openenv --base-url"), connect4))
+        assert doctored.returncode == 0, doctored.stdout + doctored.stderr
+        assert "doctor: 0 failed" in doctored.stdout, doctored.stdout
+        assert (demo.clone / "doctor.html").read_text("utf-8").startswith("<!DOCTYPE html>")
+
+        # The typed client's example, as the page prints it: a reset and a step.
+        example = next(
+            b["code"] for b in CODE_BLOCK.finditer(EXPLORING.read_text("utf-8")) if b["language"] == "python"
+        )
+        assert "from wordle_openenv import connect" in example, example
+        script = work / "connect_example.py"
+        script.write_text(example.replace(DOCS_URL, wordle))
+        connected = run(["python", str(script)])
+        assert connected.returncode == 0, connected.stderr
+        assert connected.stdout.split()[-2:] == ["0.0", "False"], connected.stdout
+
+        # vf-eval on a running server, as README.md writes it; the model plays the recorded guesses.
+        model = ScriptedChatModel(Script(["[crane]", "[slate]"]))
+        with serve_app(model) as model_url:
+            line = _documented(README, "vf-eval wordle-openenv -m MODEL --no-push --env.taskset.base-url")
+            words = _at(line, wordle, written="http://127.0.0.1:8000")
+            evaluated = run(_with_scripted_model(words, model_url=str(model_url), out=work / "offline-outputs"))
+        log = (evaluated.stdout + evaluated.stderr)[-6000:]
+        assert evaluated.returncode == 0, log
+        ended = EvalRun(evaluated.returncode, evaluated.stdout, evaluated.stderr, []).printed
+        assert ended and all(stop == "env_done" for _, stop in ended), log
+        assert model.requests, "the scripted model was never asked"
 
 
-def _follow_the_readme(workdir: Path) -> None:
-    clone = _clone(workdir / "openenv-gen")
+# ---------------------------------------------------------------------------
+# README.md's "By hand" block
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.rollout
+@pytest.mark.timeout(1800)
+def test_readme_commands_work_after_make_demo(demo: Demo) -> None:
+    """The block after `make demo` (which does the same into .venv): it must work as written."""
     lines = readme_first_block()
-    # The machine's tools without this test's venv: everything else (uv too) must come from
-    # the README's commands.
-    ours = Path(sys.prefix).resolve()
-    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not Path(d).resolve().is_relative_to(ours)]
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX"}
-    }
-    env.update(PATH=os.pathsep.join(path), SCRIPTED_API_KEY="scripted", NO_COLOR="1")
-
+    env = {**demo.env, "SCRIPTED_API_KEY": "scripted"}
+    clone, workdir = demo.clone, demo.clone.parent
     model = ScriptedChatModel(Script(["[crane]"]))
     with serve_app(make_wordle_app(), ready_path="/health") as env_url, serve_app(model) as model_url:
         script = "\n".join(
@@ -192,13 +439,17 @@ def _follow_the_readme(workdir: Path) -> None:
     # Without the runtime installed (and openenv-gen not run from a checkout), the install
     # hint says where the runtime comes from instead of a command pip cannot resolve.
     subprocess.run([str(venv / "bin" / "pip"), "uninstall", "-q", "-y", "openenvgen-runtime"], check=True, env=env)
-    hint = subprocess.run(
-        [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    try:
+        hint = subprocess.run(
+            [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    finally:  # back as the README installed it, for the module's other test
+        pip = [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-c", "constraints.txt", "./runtime"]
+        subprocess.run(pip, cwd=clone, check=True, env=env)
     assert hint.returncode == 0, hint.stderr
     assert hint.stdout.splitlines()[-3:] == [
         "  pip install ./echo-openenv",

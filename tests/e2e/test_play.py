@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,22 @@ def test_a_piped_script_plays_to_done_and_prints_each_turn(package_dir: Path, wo
     assert turns[1]["text"].startswith("Observation:\nBoard says: Guess the secret")
     assert turns[2]["reward"] == 0.0 and "marks: X X G X G" in turns[2]["text"]
     assert turns[-1]["done"] is True and turns[-1]["reward"] == 1.0 and turns[-1]["stop"] == "env_done"
+
+
+def test_a_script_may_be_any_readable_file_a_pipe_too(package_dir: Path, wordle_url: str, tmp_path: Path) -> None:
+    """`--script <(...)`, as a shell writes it: the replies come through a pipe (/dev/fd/N)."""
+    reset = shlex.quote(json.dumps([{"secret": "crane"}]))
+    replies = "--script <(echo '[crane]')"
+    command = f"{OPENENV_GEN} play {package_dir} --base-url {wordle_url} --set resets={reset} --json {replies}"
+    piped = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=240)
+    assert piped.returncode == 0, piped.stderr
+    assert _turns(piped.stdout)[-1]["reward"] == 1.0
+    for unreadable, reason in (
+        (tmp_path / "no-such-replies.txt", "no such file or directory"),
+        (tmp_path, "is a directory"),
+    ):
+        refused = _play(package_dir, "--script", str(unreadable))
+        assert (refused.returncode, refused.stderr) == (64, f"openenv-gen: error: --script {unreadable}: {reason}\n")
 
 
 def test_an_invalid_action_gets_the_models_refusal_and_bad_input_is_one_line(

@@ -97,8 +97,12 @@ def test_doctor_on_the_replayed_connect4(replay_url: str, tmp_path: Path) -> Non
 def test_a_bad_name_is_one_line() -> None:
     typo = gen("replay", "wordel")
     assert (typo.returncode, typo.stdout) == (64, "")
-    assert typo.stderr.startswith("openenv-gen: error: unknown env 'wordel'; did you mean wordle?")
+    assert typo.stderr.startswith("openenv-gen: error: unknown env 'wordel'; did you mean wordle? replayable: ")
     assert len(typo.stderr.splitlines()) == 1
+    # What replay takes instead: the envs it can serve, not generation's --base-url/--schema-file.
+    offered = typo.stderr.split("replayable: ", 1)[1].strip().split(", ")
+    assert {"wordle", "connect4"} <= set(offered) and "julia" not in offered, typo.stderr
+    assert "--base-url" not in typo.stderr and "--schema-file" not in typo.stderr, typo.stderr
     no_recording = gen("replay", "julia")
     assert no_recording.returncode == 64
     assert no_recording.stderr.startswith(

@@ -113,17 +113,15 @@ def find(name: str) -> CatalogEntry | None:
     return folded.get(name.lower())
 
 
-def lookup(name: str) -> CatalogEntry:
+def lookup(name: str, *, choices: str = "") -> CatalogEntry:
     """The embedded entry `name` (`find`); a UsageError saying why there is none: the reason
-    an upstream env cannot run here, or the names `name` may mean and the known ones."""
+    an upstream env cannot run here, or the names `name` may mean and then `choices`, what
+    the command takes instead (default: the known names and generation's own options)."""
     entry = find(name)
     if entry is None:
         refused = not_runnable(name)
-        raise UsageError(
-            refused
-            or f"unknown env {name!r};{did_you_mean(name)} known: {', '.join(sorted(entries()))} "
-            "(or pass --base-url/--schema-file)"
-        )
+        offered = choices or f"known: {', '.join(sorted(entries()))} (or pass --base-url/--schema-file)"
+        raise UsageError(refused or f"unknown env {name!r};{did_you_mean(name)} {offered}")
     return entry
 
 

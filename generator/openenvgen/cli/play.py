@@ -8,11 +8,12 @@ terminal, the episode and any server it launches, and its exit code is `play`'s.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
@@ -64,21 +65,30 @@ def play(
     server it launched are always closed.
     """
     access = credentials(headers, ca_bundle, base_url=base_url)
-    if script is not None and not script.is_file():
-        raise UsageError(f"--script {script}: no such file")
     if importlib.util.find_spec("openenvgen_runtime") is None:
         raise UsageError("play needs the runtime in this environment: pip install openenvgen-runtime")
-    with located(package) as (package_id, folder):
+    with replies_from(script) as replies, located(package) as (package_id, folder):
         command = [sys.executable, "-m", RUNTIME_PLAYER, package_id, "--task", str(task)]
         command += ["--path", str(folder)] if folder is not None else []
         command += ["--base-url", base_url] if base_url else []
-        command += ["--script", str(script)] if script is not None else []
         command += ["--json"] if as_json else []
         command += credential_settings(access)
         for setting in settings or []:
             command += ["--set", setting]
-        code = wait_for(subprocess.Popen(command))
+        code = wait_for(subprocess.Popen(command, stdin=replies))
     raise typer.Exit(code if code >= 0 else 128 - code)
+
+
+def replies_from(script: Path | None) -> contextlib.AbstractContextManager[IO[bytes] | None]:
+    """`--script`'s file opened here, for the player to read as its standard input: any file
+    this process can read, a pipe too (`--script <(make-replies)`, which the player could not
+    open); None (the player reads this standard input) without one."""
+    if script is None:
+        return contextlib.nullcontext()
+    try:
+        return script.open("rb")
+    except OSError as e:
+        raise UsageError(f"--script {script}: {(e.strerror or type(e).__name__).lower()}") from None
 
 
 def wait_for(player: subprocess.Popen[bytes]) -> int:

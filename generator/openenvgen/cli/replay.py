@@ -36,7 +36,8 @@ def replay(
     """
     from openenvgen import catalog
 
-    entry = catalog.lookup(name)
+    replayable = sorted(known for known, recorded in catalog.entries().items() if not recorded.no_episode)
+    entry = catalog.lookup(name, choices=f"replayable: {', '.join(replayable)}")
     if entry.no_episode:
         raise UsageError(f"{entry.name} has no recorded episode to replay; it needs its server: {entry.no_episode}")
     if importlib.util.find_spec("openenvgen_runtime") is None:

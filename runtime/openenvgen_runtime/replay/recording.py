@@ -4,12 +4,15 @@ A recording is a folder of the JSON files `openenv-gen capture` writes from an u
 `schema.json`, `metadata.json` (absent when the env's `/metadata` failed), `reset_request.json`
 and `reset.json`, then `step_action.json`/`step.json` and `step_N_action.json`/`step_N.json` for
 N = 2, 3, ...; for MCP envs `tools.json` or `mcp_tools_list.json`. The catalog envs that play an
-episode here ship theirs in `recordings/`, one folder per upstream env folder.
+episode here ship theirs in `recordings/`, one folder per upstream env folder: the files replay
+reads of the captures the project keeps, copied by `write_recordings` (`make catalog`).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,24 @@ RECORDINGS = Path(__file__).parent / "recordings"
 def recorded_envs(root: Path = RECORDINGS) -> list[str]:
     """The env folders with a recording under `root`, sorted."""
     return sorted(p.name for p in root.iterdir() if (p / "schema.json").is_file())
+
+
+REPLAYED_FILE = re.compile(r"(schema|metadata|reset_request|reset|tools|mcp_tools_list|step(_\d+)?(_action)?)\.json")
+"""The names of the files of a capture a replay reads (`load_recording`); the others are the
+capture's evidence (health, seed and validation checks, its source)."""
+
+
+def write_recordings(captures: Path, root: Path = RECORDINGS) -> list[str]:
+    """`root` written anew from `openenv-gen capture`'s output folder `captures`: each env folder
+    with a recorded step, with the files a replay reads. The env folders written, sorted."""
+    written = sorted(p.name for p in captures.iterdir() if (p / "step.json").is_file())
+    shutil.rmtree(root, ignore_errors=True)
+    for env_folder in written:
+        (root / env_folder).mkdir(parents=True)
+        for source in sorted((captures / env_folder).iterdir()):
+            if REPLAYED_FILE.fullmatch(source.name):
+                shutil.copyfile(source, root / env_folder / source.name)
+    return written
 
 
 class ReplayError(ValueError):

@@ -1,0 +1,1 @@
+"""Tests of `openenvgen_runtime.replay`, the catalog's recorded sessions it ships."""
