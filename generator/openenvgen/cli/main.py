@@ -34,7 +34,7 @@ app = typer.Typer(
     # Markdown: a docstring's paragraphs are reflowed to the terminal's width (single line
     # breaks join), so source line breaks never show up as ragged help text.
     rich_markup_mode="markdown",
-    help="Generate typed verifiers (V1) adapter packages from OpenEnv environments.",
+    help="Generate typed verifiers (V1) and TRL adapter packages from OpenEnv environments.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
