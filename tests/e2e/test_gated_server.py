@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from openenvgen_testsupport.gated import make_gated_app
 from openenvgen_testsupport.generating import assert_one_line_error, gen
 from openenvgen_testsupport.paths import OPENENV_GEN
 from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.terminal import Terminal, needs_tmux
 
 pytestmark = pytest.mark.timeout(900)
 TOKEN = secrets.token_urlsafe(24)
@@ -108,40 +107,15 @@ def test_play_without_the_header_is_one_line(gated_url: str, package_dir: Path) 
     assert "--header NAME=VARIABLE" in line and TOKEN not in line
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
-def test_a_person_plays_a_gated_server_in_a_terminal(gated_url: str, package_dir: Path, tmp_path: Path) -> None:
-    session = f"gated{os.getpid()}"
-    status = tmp_path / "status"
+@needs_tmux
+def test_a_person_plays_a_gated_server_in_a_terminal(gated_url: str, package_dir: Path) -> None:
     # The token reaches the player through the terminal's environment, never its command line.
     command = (
         f"{OPENENV_GEN} play {package_dir} --base-url {gated_url} --header Authorization={VARIABLE}"
-        f' --set \'resets=[{{"secret": "crane"}}]\'; echo $? > {status}'
+        f' --set \'resets=[{{"secret": "crane"}}]\''
     )
-    new_session = ["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50"]
-    subprocess.run([*new_session, "-e", f"{VARIABLE}={WITH_TOKEN[VARIABLE]}", command], check=True)
-    try:
-
-        def screen() -> str:
-            return subprocess.run(
-                ["tmux", "capture-pane", "-p", "-S", "-200", "-t", session], capture_output=True, text=True
-            ).stdout
-
-        def wait_for(text: str, timeout: float = 180) -> str:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                shown = screen()
-                if text in shown:
-                    return shown
-                time.sleep(0.3)
-            raise AssertionError(f"never shown: {text!r}\n{screen()}")
-
-        assert "Guess the secret" in wait_for("Guess the secret")
-        subprocess.run(["tmux", "send-keys", "-t", session, "[crane]", "Enter"], check=True)
-        shown = wait_for("total reward 1")
-        assert TOKEN not in shown
-        deadline = time.monotonic() + 30
-        while not status.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert status.read_text().strip() == "0"
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    with Terminal(command, env={**os.environ, VARIABLE: WITH_TOKEN[VARIABLE]}) as terminal:
+        assert "Guess the secret" in terminal.wait_for("Guess the secret")
+        terminal.type("[crane]")
+        assert TOKEN not in terminal.wait_for("total reward 1")
+        assert terminal.exit_status() == 0

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from openenvgen_testsupport.paths import OPENENV_GEN
 from openenvgen_testsupport.rollout import run_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, ToolCalls
 from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.terminal import Terminal, needs_tmux
 
 CUSTOM = """
 SYSTEM_PROMPT = "Play the word game. Reply with your guess in square brackets only."
@@ -118,62 +117,18 @@ def test_an_env_name_is_matched_whatever_its_case_and_a_typo_gets_a_suggestion()
     assert "calendar_env cannot run here" in line and "serves no /schema" in line
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
-def test_a_person_plays_in_a_terminal(package_dir: Path, wordle_url: str, tmp_path: Path) -> None:
-    session = f"play{os.getpid()}"
-    status = tmp_path / "status"
-    command = (
-        f'{OPENENV_GEN} play {package_dir} --base-url {wordle_url} --set \'resets=[{{"secret": "crane"}}]\';'
-        f" echo $? > {status}"
-    )
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command], check=True)
-    try:
-
-        def screen() -> str:
-            return subprocess.run(
-                ["tmux", "capture-pane", "-p", "-S", "-200", "-t", session], capture_output=True, text=True
-            ).stdout
-
-        def wait_for_prompt(timeout: float = 180) -> str:
-            """The screen once its last line is the input prompt `>` (tmux drops its trailing space)."""
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                shown = screen()
-                if shown.rstrip().splitlines()[-1:] == [">"]:
-                    return shown
-                time.sleep(0.3)
-            raise AssertionError(f"no input prompt\n{screen()}")
-
-        def wait_for(text: str, timeout: float = 180) -> str:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                shown = screen()
-                if text in shown:
-                    return shown
-                time.sleep(0.3)
-            raise AssertionError(f"never shown: {text!r}\n{screen()}")
-
-        assert "Board says: Guess the secret" in wait_for_prompt()
-        subprocess.run(["tmux", "send-keys", "-t", session, "[crane]", "Enter"], check=True)
-        shown = wait_for("total reward 1")
-        assert "── done · reward 1" in shown
-        deadline = time.monotonic() + 30
-        while not status.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert status.read_text().strip() == "0"
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+@needs_tmux
+def test_a_person_plays_in_a_terminal(package_dir: Path, wordle_url: str) -> None:
+    command = f'{OPENENV_GEN} play {package_dir} --base-url {wordle_url} --set \'resets=[{{"secret": "crane"}}]\''
+    with Terminal(command) as terminal:
+        assert "Board says: Guess the secret" in terminal.wait_for_prompt()
+        terminal.type("[crane]")
+        assert "── done · reward 1" in terminal.wait_for("total reward 1")
+        assert terminal.exit_status() == 0
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (apt-get install tmux)")
-def test_ctrl_c_in_a_terminal_ends_play_with_130_and_leaves_no_process(
-    package_dir: Path, wordle_url: str, tmp_path: Path
-) -> None:
-    session = f"playc{os.getpid()}"
-    status = tmp_path / "status"
-    command = f"{OPENENV_GEN} play {package_dir} --base-url {wordle_url}; echo $? > {status}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command], check=True)
-
+@needs_tmux
+def test_ctrl_c_in_a_terminal_ends_play_with_130_and_leaves_no_process(package_dir: Path, wordle_url: str) -> None:
     def ours() -> list[str]:
         """The processes of this play (the CLI and the runtime's player), by their command lines."""
         found = []
@@ -186,24 +141,12 @@ def test_ctrl_c_in_a_terminal_ends_play_with_130_and_leaves_no_process(
                 found.append(f"{proc.name}: {cmdline}")
         return found
 
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            shown = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-            if shown.rstrip().splitlines()[-1:] == [">"]:
-                break
-            time.sleep(0.3)
-        else:
-            raise AssertionError(f"no input prompt\n{shown}")
+    with Terminal(f"{OPENENV_GEN} play {package_dir} --base-url {wordle_url}") as terminal:
+        terminal.wait_for_prompt()
         assert len(ours()) == 2, ours()  # the CLI and its player, waiting for a reply
-        subprocess.run(["tmux", "send-keys", "-t", session, "C-c"], check=True)
-        deadline = time.monotonic() + 30
-        while not (status.exists() and status.read_text().strip()) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert status.read_text().strip() == "130"
+        terminal.press("C-c")
+        assert terminal.exit_status() == 130
         assert ours() == []
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def _model_read(model: ScriptedChatModel) -> list[tuple[str, str]]:
