@@ -100,14 +100,14 @@ class AdapterConfig(vf.TasksetConfig):
     sandbox_scratch: str = Field("256m", pattern=_SIZE)
     """Size of a sandboxed container's writable /tmp (a tmpfs, counted in its memory)."""
     sandbox_network: Literal["none", "egress"] = "none"
-    """"none": a sandboxed container reaches no address at all, the host's included (the
-    run reaches its server through a Unix socket); "egress": it may open connections out
-    (e.g. `websearch`), published on loopback as without the sandbox. A Swarm replica must be
-    reachable, so it always has a network."""
+    """"none": a sandboxed container reaches no address at all, the host's included; "egress":
+    it may open connections out (e.g. `websearch`), its server's port answering nothing on that
+    network. The run reaches a Docker container's server through a Unix socket either way. A
+    Swarm replica must be reachable, so it always has a network."""
     container_runtime: Literal["auto", "runc", "runsc"] = "auto"
     """The sandbox's OCI runtime under `use_docker`: "runsc" (gVisor), "runc", or "auto":
-    runsc when the daemon offers it (`docker info`; without network, with `--host-uds=all`
-    among its runtime arguments), else runc. The launch line names the one used."""
+    runsc when the daemon offers it (`docker info`, with `--host-uds=all` among its runtime
+    arguments) and `sandbox_network` is "none", else runc. The launch line names the one used."""
     log_max_size: str = Field("10m", pattern=_SIZE)
     """Size at which a launched server's log is rotated (every launch mode; Docker's sizes,
     decimal: `500k`, `10m`): a container's through Docker's json-file driver (`max-size`), a

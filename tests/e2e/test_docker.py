@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import (
@@ -217,5 +218,7 @@ def test_a_container_that_dies_is_replaced(
     assert [outcome(e) for e in episodes] == [(True, "env_done", 1.0)]
     assert new_url != old_url and len(running) == 1
     (warning,) = [r.getMessage() for r in caplog.records if "died (exit code" in r.getMessage()]
-    assert f"server at {old_url} died (exit code 137); replacing it; last lines of its log:" in warning
+    # Named by its relay's URL without the token (the run's credential).
+    assert f"server at {for_people(old_url)} died (exit code 137); replacing it; last lines of its log:" in warning
+    assert old_url.rsplit("/", 1)[1] not in caplog.text
     assert containers(token) == []

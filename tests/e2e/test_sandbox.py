@@ -38,7 +38,7 @@ from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.sandbox import folders
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import load_env, model_context, outcome, wait_for
-from openenvgen_testsupport.host_listeners import Listener, bridge_address, connect_probe
+from openenvgen_testsupport.host_listeners import Listener, bridge_address, connect_probe, interface_addresses
 from openenvgen_testsupport.local_user import REFUSED, other_user, probe_as
 from openenvgen_testsupport.rollout import start_eval
 from openenvgen_testsupport.scripted_model import ScriptedChatModel, count_assistant_turns
@@ -270,6 +270,56 @@ def test_another_local_user_cannot_reach_the_sandboxed_server(
     assert containers(token) == [] and relay_threads() == []
 
 
+NETWORKED = {"not-sandboxed": {"sandbox": False}, "egress": {"sandbox_network": "egress"}}
+"""The Docker launches whose container keeps a network: the sandbox off, or on with egress."""
+
+
+@pytest.mark.parametrize("launch", list(NETWORKED))
+def test_another_local_user_cannot_reach_a_docker_server_with_network(
+    code_pkg: str, code_image: str, token: str, pytestconfig: pytest.Config, launch: str
+) -> None:
+    """As a second OS user: at the run's loopback port every request is the relay's 403, and
+    at the container's own address on the Docker bridge (from the bridge's host side, and
+    from another of the machine's addresses) nothing answers, so none reaches the server
+    (its log shows the run's requests alone); the run's episode plays on, and its code
+    still reaches the host's bridge address: the container kept its network."""
+    listener = Listener(bridge_address())
+    reach = "\n".join(["import json", "found = {}", *connect_probe([listener]), "print('reach', json.dumps(found))"])
+    model = ScriptedChatModel(Bombs([reach]))
+    other = next(a for a in interface_addresses() if not a.startswith("127.") and a != listener.address)
+    try:
+        with other_user(pytestconfig) as user, serve_app(model) as model_url:
+            env = load_env(code_pkg, sandbox_taskset(code_image, token, **NETWORKED[launch]))
+
+            async def main() -> tuple[str, dict[str, str], dict[str, str], str, Any]:
+                async with env.serving():
+                    (server,) = env.pool.servers
+                    url = await env.pool.session_url(server)
+                    (container,) = containers(token)
+                    inspected = docker_images.docker("inspect", "-f", "{{.NetworkSettings.IPAddress}}", container)
+                    direct = f"http://{inspected.stdout.strip()}:8000"
+                    found = await asyncio.to_thread(probe_as, user, url)
+                    bridged = await asyncio.to_thread(probe_as, user, direct, timeout=2)
+                    bridged |= {
+                        f"from {other}: {k}": v
+                        for k, v in (await asyncio.to_thread(probe_as, user, direct, timeout=2, source=other)).items()
+                    }
+                    shown = docker_images.docker("logs", container, check=False)
+                    episode = await env.run_episode(list(env.taskset)[0], model_context(str(model_url)))
+                    return url, found, bridged, shown.stdout + shown.stderr, episode
+
+            url, found, bridged, log, episode = asyncio.run(main())
+    finally:
+        listener.close()
+    assert all(status.startswith(REFUSED) for status in found.values()), found
+    assert not any(status.startswith("HTTP/") for status in bridged.values()), bridged
+    assert url.startswith("http://127.0.0.1:") and len(url.rsplit("/", 1)[1]) >= 32
+    assert "/health" in log and "/reset" not in log and "/step" not in log, log
+    assert outcome(episode) == (True, "env_done", 1.0)
+    assert listener.accepted, episode.model_dump_json()
+    assert containers(token) == [] and relay_threads() == []
+
+
 def test_a_launch_stopped_while_its_container_starts_leaves_nothing(code_image: str, token: str) -> None:
     """`stop()` while the launch runs (the pool closing, a replacement cancelled), at several
     moments of it: a launch that had not finished fails with one line, and whatever the
@@ -339,7 +389,7 @@ def test_a_killed_run_leaves_no_container_and_no_socket_folder(
 
 def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, code_image: str, token: str) -> None:
     """runsc asked of a daemon without it; a sandbox asked of the UV launch; an image with no
-    python for the shim: each one line, nothing left."""
+    python for the shim, sandboxed or not: each one line, nothing left."""
     cases = [
         (sandbox_taskset(code_image, token, container_runtime="runsc"), "container_runtime = runsc: "),
         ({"env": "test/code-env", "sandbox": True, "allow_host_execution": True}, "sandbox = true needs a container"),
@@ -348,8 +398,9 @@ def test_bad_sandbox_settings_are_one_line_before_any_container(code_pkg: str, c
         "import", "--change", 'CMD ["/serve"]', "--change", f"LABEL {docker_images.TEST_LABEL}=1", "-", input=""
     )
     no_python = empty.stdout.strip()
-    no_shim = "use_docker: the sandbox starts its relay with the image's python3"
+    no_shim = "use_docker: the runtime starts its relay with the image's python3"
     cases.append((sandbox_taskset(no_python, token), no_shim))
+    cases.append((sandbox_taskset(no_python, token, sandbox=False), no_shim))
     try:
         for taskset, start in cases:
             env = load_env(code_pkg, taskset)

@@ -37,6 +37,7 @@ from websockets.exceptions import InvalidStatus
 
 from openenvgen_runtime.launching.docker_cli import service_tasks
 from openenvgen_runtime.launching.errors import LaunchError
+from openenvgen_runtime.launching.sandbox.hardening import swarm_swap_warning
 from openenvgen_runtime.launching.swarm_gate import GATE_PORT
 from openenvgen_testsupport import docker_images
 from openenvgen_testsupport.adapters import load_env, model_context, outcome
@@ -278,6 +279,9 @@ def test_model_code_on_swarm_stays_in_the_sandbox(
     print(f"the model's code forked {count} times before {refusal}")
     assert refusal == "BlockingIOError" and 0 < int(count) < PIDS, (count, refusal)  # EAGAIN at the limit
     assert "swarm, sandboxed on the node's runtime, no network" in caplog.text
+    # No swap beyond the memory limit where the engine takes one; elsewhere one warning line says so.
+    swapping = [r.getMessage() for r in caplog.records if "set no swap limit on a service" in r.getMessage()]
+    assert len(swapping) == (0 if swarm_swap_warning() is None else 1), swapping
     assert SECRET not in caplog.text and SECRET not in repr([e.model_dump_json() for e in episodes])
     assert docker_images.labelled(token) == []
 

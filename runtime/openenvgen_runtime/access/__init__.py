@@ -4,10 +4,11 @@
 `base_url` fleet's headers) and the TLS trust, and adds them to every HTTP request the
 runtime makes (an `httpx.Auth`); `relay` is every loopback relay a run's clients reach a
 server through (OpenEnv's client takes neither headers nor a TLS context nor a Unix
-socket), each admitting only the run that holds its URL's token; `incontainer` is the one
-program a run's containers start first: the gate a Swarm replica runs in front of its server
-to require the secret, the router that is the one way in to replicas kept on a network of
-their own, and the shim of a network-less sandboxed container.
+socket), each admitting only the run that holds its URL's token (`tokens`, which also
+hides tokens from what the runtime logs and raises); `incontainer` is the program a run's
+Swarm containers start first: the gate a replica runs in front of its server to require the
+secret, and the router that is the one way in to replicas kept on a network of their own;
+`socket_shim`, beside it, is the one every `docker run` container is reached through.
 
-Layers: incontainer, origins < relay
+Layers: incontainer, origins, tokens < relay, socket_shim
 """

@@ -1,13 +1,14 @@
-"""The one program a run's containers start first: the access gate, the router and the socket shim.
+"""The program a run's Swarm containers start first: the access gate and the router.
 
-Shipped into containers (a Swarm config, a read-only bind mount) and run by the image's own
-`python3` (3.8 or later, 64-bit Linux): standard library only. It logs nothing about requests.
+Shipped into containers (a Swarm config; beside `socket_shim`, a read-only bind mount) and
+run by the image's own `python3` (3.8 or later, 64-bit Linux): standard library only. It logs nothing about requests.
 `gate` stands in front of a Swarm replica's server (the image's command, which it starts):
 only a connection whose first request carries the launch's secret reaches the server, and
 `--wall` leaves the container no way to another replica; `router` tunnels `CONNECT`s to the
-replicas' gates and nowhere else; `shim` relays a network-less container's Unix socket to its
-server. The gate and the shim run the server as `--user` (with `no_new_privs`), pass SIGTERM
-and SIGINT on, reap orphans and exit with its code. Docs: Security.
+replicas' gates and nowhere else; `socket_shim` (every `docker run` container's) uses its
+relaying and its server's start. The gate runs the server as `--user` (with `no_new_privs`;
+a server left as root loses CAP_NET_ADMIN), passes SIGTERM and SIGINT on, reaps orphans and
+exits with its code. Docs: Security.
 """
 
 from __future__ import annotations
@@ -269,20 +270,26 @@ class Wall:
                 self.build(await resolve(self.routers, socket.AF_INET))
 
 
-def start_server(command: list[str], environment: dict[str, str] | None, user: str | None) -> subprocess.Popen[bytes]:
-    """The image's command, as `user` (UID:GID) when given; before any thread of ours exists."""
-    become = None
-    if user is not None:
-        uid, gid = (int(part) for part in user.split(":"))
+def start_server(
+    command: list[str], environment: dict[str, str] | None, ids: tuple[int, int, list[int]] | None
+) -> subprocess.Popen[bytes]:
+    """The image's command, as the uid, gid and groups `ids` (with `no_new_privs`) when given;
+    before any thread of ours exists. A server that stays root loses CAP_NET_ADMIN for good
+    (its bounding set), so that it cannot undo a `Wall` or the socket shim's routing rule."""
 
-        def become() -> None:  # in the child, before the image's command runs
-            import ctypes
+    def become() -> None:  # in the child, before the image's command runs
+        import ctypes
 
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        if ids is not None:
+            os.setgroups(ids[2])
+            os.setgid(ids[1])
+            os.setuid(ids[0])
+            if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
                 raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        # PR_CAPBSET_READ, then PR_CAPBSET_DROP of CAP_NET_ADMIN (12): a root server keeps it otherwise.
+        if os.getuid() == 0 and prctl(23, 12, 0, 0, 0) == 1 and prctl(24, 12, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP, CAP_NET_ADMIN)")
 
     try:
         return subprocess.Popen(command, env=environment, preexec_fn=become)  # noqa: PLW1509
@@ -327,13 +334,6 @@ async def run(args: argparse.Namespace, environment: dict[str, str] | None = Non
         router = Router(args.replicas, args.port)
         handle = router.bounds.serving(router.handle)
         return await serve(await asyncio.start_server(handle, args.host, args.listen, limit=HEAD_LIMIT), None)
-    if args.role == "shim":
-        child = start_server(args.command, None, args.user)
-        server = await asyncio.start_unix_server(
-            lambda r, w: splice(r, w, asyncio.open_connection("127.0.0.1", 8000)), args.socket
-        )
-        os.chmod(args.socket, 0o777)  # the host side connects as whichever user runs the eval
-        return await serve(server, child)
     also = []
     if args.wall:
         try:
@@ -344,7 +344,9 @@ async def run(args: argparse.Namespace, environment: dict[str, str] | None = Non
         also.append(wall.follow())
     gate = Gate(secret, args.upstream)
     server = await asyncio.start_server(gate.bounds.serving(gate.handle), "0.0.0.0", args.listen, limit=HEAD_LIMIT)
-    return await serve(server, start_server(args.command, environment, args.user), *also)
+    uid, gid = (int(part) for part in (args.user or "-1:-1").split(":"))
+    ids: tuple[int, int, list[int]] | None = None if args.user is None else (uid, gid, [])
+    return await serve(server, start_server(args.command, environment, ids), *also)
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -367,11 +369,7 @@ def main(argv: list[str]) -> int:
     router.add_argument("--port", type=int, required=True, help="the replicas' gate port")
     router.add_argument("--listen", type=int, required=True)
     router.add_argument("--host", default="0.0.0.0")
-    shim = roles.add_parser("shim")
-    shim.add_argument("socket")
-    shim.add_argument("user", metavar="UID:GID")
-    for role in (gate, shim):
-        role.add_argument("command", nargs=argparse.REMAINDER)
+    gate.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.role != "gate":
         return asyncio.run(run(args))

@@ -9,7 +9,7 @@ server (a `Route`: how to open a connection to it, the headers to add, its `Host
 prefix).
 
 Any local user can connect to a loopback port, so each relay makes a credential of its own
-(`new_token`, 192 random bits) and its URL is `http://127.0.0.1:PORT/TOKEN`: OpenEnv's
+(`tokens.new_token`, 192 random bits) and its URL is `http://127.0.0.1:PORT/TOKEN`: OpenEnv's
 clients, the runtime's HTTP requests and verifiers' workers keep a base URL's path, so
 they send it on every request unchanged. `serve` reads each request's head with h11 (within
 `HEAD_TIMEOUT`) and refuses (`403`, then closes) one whose path does not start with the
@@ -36,7 +36,6 @@ import contextlib
 import hmac
 import logging
 import re
-import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -44,6 +43,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 import h11
 
 from openenvgen_runtime.access.origins import ServerAccess, origin
+from openenvgen_runtime.access.tokens import new_token
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,6 @@ Opener = Callable[[], Awaitable[Streams]]
 """Opens one connection to the server (ConnectionError/OSError/TimeoutError when it cannot)."""
 
 _FIRST_SEGMENT = re.compile(rb"/([^/?#]*)(.*)", re.DOTALL)
-
-
-def new_token() -> str:
-    """A relay's credential: the first path segment of its URL."""
-    return secrets.token_urlsafe(24)
 
 
 def admitted_target(target: bytes, token: str) -> bytes | None:

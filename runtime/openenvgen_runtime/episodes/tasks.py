@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import httpx
 
 from openenvgen_runtime.access.origins import ServerAccess
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.config import parse_range
 from openenvgen_runtime.launching.servers import fleet_access
 
@@ -41,7 +42,11 @@ _T = TypeVar("_T")
 
 
 class TaskApiError(RuntimeError):
-    """The env's Task API cannot give the requested tasks."""
+    """The env's Task API cannot give the requested tasks (the server named without its
+    relay's token)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(for_people(message))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, cast
 import verifiers.v1 as vf
 from pydantic import BaseModel
 
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.config import AdapterConfig, AdapterData, AdapterEnvConfig
 from openenvgen_runtime.episodes import episode, tasks
 from openenvgen_runtime.episodes.seat import require_in_process_seat
@@ -215,13 +216,13 @@ class AdapterTaskset(vf.Taskset[AdapterTask, AdapterConfig]):
         try:
             tools = await session_tools(client)
         except ToolListError as e:
-            raise ToolListError(f"{server.url}: {e}") from None
+            raise ToolListError(for_people(f"{server.url}: {e}")) from None
         except Exception as e:
             failure = episode.session_failure(e, where=f" on {server.url}")
             if isinstance(failure, episode.EnvLost):
                 raise failure from e
             if failure is not None:
-                raise ToolListError(f"{server.url}: list_tools was refused: {failure}") from None
+                raise ToolListError(for_people(f"{server.url}: list_tools was refused: {failure}")) from None
             raise
         key = json.dumps(tools, sort_keys=True, default=str)
         listed = server.listed_spaces.get(key)

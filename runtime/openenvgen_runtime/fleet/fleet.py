@@ -64,7 +64,7 @@ class Fleet:
             healthy = sum(s.down is None for s in self.servers)
         logger.warning(
             "%s is down (%s); no new episodes go there (%d of %d healthy)",
-            server.url,
+            server.shown,
             reason,
             healthy,
             len(self.servers),
@@ -80,4 +80,4 @@ class Fleet:
             server.capacity = None
             self.changed.notify_all()
             healthy = sum(s.down is None for s in self.servers)
-        logger.info("%s is back (%d of %d healthy)", server.url, healthy, len(self.servers))
+        logger.info("%s is back (%d of %d healthy)", server.shown, healthy, len(self.servers))

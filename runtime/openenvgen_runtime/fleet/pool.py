@@ -172,7 +172,7 @@ class ServerPool:
                     async with fleet.changed:
                         server.capacity = max(1, others)
                         fleet.changed.notify_all()
-                    logger.debug("%s is full at %d sessions; trying elsewhere", server.url, server.capacity)
+                    logger.debug("%s is full at %d sessions; trying elsewhere", server.shown, server.capacity)
                     continue
                 reason = health.server_failure(e) if isinstance(e, Exception) else None
                 if reason is None:
@@ -211,7 +211,7 @@ class ServerPool:
                     all_down_since = all_down_since or now
                     left = self.config.unavailable_timeout - (now - all_down_since)
                     if left <= 0:
-                        names = ", ".join(f"{s.url} ({s.down})" for s in fleet.servers) or "none left"
+                        names = ", ".join(f"{s.shown} ({s.down})" for s in fleet.servers) or "none left"
                         raise LaunchError(f"no healthy server after {self.config.unavailable_timeout:g}s: {names}")
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(fleet.changed.wait(), left)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.fleet.fleet import Fleet
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.launch import Launcher
@@ -75,7 +76,7 @@ class HealthWatch:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a sweep that fails must not end health checking
-                logger.debug("health sweep failed: %s", e)
+                logger.debug("health sweep failed: %s", for_people(str(e)))
 
     async def _sweep(self) -> None:
         fleet = self.fleet
@@ -103,7 +104,7 @@ class HealthWatch:
         logger.warning(
             "%s server at %s died (exit code %s); replacing it%s",
             fleet.config.env,
-            server.url,
+            server.shown,
             code,
             f"; last lines of its log:\n{tail}" if tail else "",
         )
@@ -118,7 +119,7 @@ class HealthWatch:
         except LaunchError as e:
             # Episodes launch again on demand (`can_launch`), so a failed replacement is
             # retried by the next episode that needs a server.
-            logger.warning("replacing %s failed: %s", server.url, e)
+            logger.warning("replacing %s failed: %s", server.shown, for_people(str(e)))
         finally:
             if fleet.closed:
                 for new in servers:
@@ -153,4 +154,4 @@ class HealthWatch:
             fleet.servers.extend(fresh)
             fleet.changed.notify_all()
         for server in fresh:
-            logger.info("swarm replica %s joined (%d replicas)", server.url, len(fleet.servers))
+            logger.info("swarm replica %s joined (%d replicas)", server.shown, len(fleet.servers))

@@ -130,10 +130,10 @@ def check_drift(servers: Iterable[Any], snapshot_path: Path | None, mode: OnDrif
         return
     server, first = drifted[0]
     others = f" (and {len(drifted) - 1} more of {len(checked)} servers)" if len(drifted) > 1 else ""
-    line = f"{server.url}{others} differs from the package's schema snapshot, {summary(first)}"
+    line = f"{server.shown}{others} differs from the package's schema snapshot, {summary(first)}"
     if mode == "error":
         raise DriftError(
-            f"{line}. Regenerate the package (openenv-gen regen PACKAGE_DIR --from-upstream --base-url {server.url}) "
+            f"{line}. Regenerate the package (openenv-gen regen PACKAGE_DIR --from-upstream --base-url {server.shown}) "
             "or set on_drift=warn to run anyway"
         )
     logger.warning("%s (on_drift=warn: running anyway)", line)

@@ -64,14 +64,22 @@ def ensure_image(image: str, *, mode: str, timeout: float) -> None:
         )
 
 
-def image_command(image: str, *, mode: str, command: list[str] | str | None = None) -> list[str]:
-    """The command a container of `image` runs: its Entrypoint, then `command` (a list, or a
-    string split on spaces) or else its Cmd; read from this engine's copy of the image. A
-    one-line LaunchError when it cannot be read or names no command."""
+def image_config(image: str, *, mode: str) -> dict[str, Any]:
+    """The image's `Config` (command, user, ...) from this engine's copy; a one-line LaunchError
+    when it cannot be read."""
     found = docker("image", "inspect", "--format", "{{json .Config}}", image)
     if found.returncode != 0:
         raise LaunchError(f"{mode}: cannot read the command of image {image}: {last_line(found.stderr)}")
-    config = json.loads(found.stdout) or {}
+    return json.loads(found.stdout) or {}
+
+
+def image_command(
+    image: str, *, mode: str, command: list[str] | str | None = None, config: dict[str, Any] | None = None
+) -> list[str]:
+    """The command a container of `image` runs: its Entrypoint, then `command` (a list, or a
+    string split on spaces) or else its Cmd; read from `config` or this engine's copy of the
+    image. A one-line LaunchError when it cannot be read or names no command."""
+    config = image_config(image, mode=mode) if config is None else config
     cmd = (command.split() if isinstance(command, str) else list(command)) if command else config.get("Cmd") or []
     whole = [str(part) for part in [*(config.get("Entrypoint") or []), *cmd]]
     if not whole:

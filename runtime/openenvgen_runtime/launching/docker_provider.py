@@ -1,16 +1,16 @@
 """The Docker launch mode: one labelled container per server, through OpenEnv's Docker provider.
 
-`DockerServer` is OpenEnv's `LocalDockerProvider` with five changes: its containers carry
-labels (the run's owner label, so the reaper can find and remove them precisely), the port
-is published on loopback only, and stopping is one `docker rm -f` (OpenEnv's stop gives up
-after a 10 s `docker stop`, leaving the container), its log is rotated within the run's
-`log_max_size` and `log_max_files` (`openenvgen_servers.logs`), and `pass_env` names go to the container
-as `-e NAME` (the value is read by the docker CLI, never put on its command line). A
-container gets nothing of this process's environment but `env_vars` and `pass_env`. It also
-reports a container that exited and the tail of its log. With a `sandbox`
-(`sandbox.hardening`) the container is hardened; without network, it is reached through
-its shim's socket and a loopback relay (`sandbox.isolated`), removed with the container
-(its folder is marked with the container's owner label, for the reaper).
+`DockerServer` is OpenEnv's `LocalDockerProvider` with these changes: its containers carry
+labels (the run's owner label, so the reaper can find and remove them precisely), it
+publishes no port: the container is reached through its shim's Unix socket and a loopback
+relay that admits only the run (`sandbox.shim`; removed with the container, its folder
+marked with the container's owner label for the reaper), stopping is one `docker rm -f`
+(OpenEnv's stop gives up after a 10 s `docker stop`, leaving the container), its log is
+rotated within the run's `log_max_size` and `log_max_files` (`openenvgen_servers.logs`),
+and `pass_env` names go to the container as `-e NAME` (the value is read by the docker CLI,
+never put on its command line). A container gets nothing of this process's environment but
+`env_vars` and `pass_env`. It also reports a container that exited and the tail of its log.
+With a `sandbox` (`sandbox.hardening`) the container is hardened.
 
 Importing this module imports OpenEnv's providers: `launch` imports it only for a Docker run.
 """
@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 from openenvgen_runtime.launching.docker_cli import OWNER_LABEL, docker, ensure_image, label_args, last_line
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.openenv_import import openenv_module
-from openenvgen_runtime.launching.sandbox.hardening import Sandbox, hardening_args
-from openenvgen_runtime.launching.sandbox.isolated import PYTHON, Isolated, no_python
+from openenvgen_runtime.launching.sandbox.hardening import USER, Sandbox, hardening_args
+from openenvgen_runtime.launching.sandbox.shim import PYTHON, UNSANDBOXED_ARGS, ShimSocket, no_python
 from openenvgen_servers.environment import container_env_args
 from openenvgen_servers.logs import DEFAULT_LOG_LIMIT, LogLimit
-from openenvgen_servers.ports import free_port
 
 if TYPE_CHECKING:  # the checker reads OpenEnv's class; at run time it is imported without the web UI
     from openenv.core.containers.runtime import LocalDockerProvider
@@ -40,7 +39,7 @@ else:
 
 
 class DockerServer(LocalDockerProvider):
-    """OpenEnv's local Docker provider with labelled containers on a loopback port."""
+    """OpenEnv's local Docker provider with labelled containers behind a loopback relay."""
 
     def __init__(
         self,
@@ -62,7 +61,7 @@ class DockerServer(LocalDockerProvider):
         self.sandbox = sandbox
         self.log_limit = log_limit
         self.container_id: str | None = None
-        self.isolated: Isolated | None = None
+        self.way_in: ShimSocket | None = None
         self._stopped = False
         """Set by `stop_container`: a launch still under way then undoes itself."""
         self._lock = threading.Lock()
@@ -70,42 +69,40 @@ class DockerServer(LocalDockerProvider):
     def start_container(
         self, image: str, port: int | None = None, env_vars: dict[str, str] | None = None, **_: Any
     ) -> str:
-        """Run the image as a labelled container on a loopback port; returns its base URL."""
+        """Run the image as a labelled container reached through its shim's socket; returns the
+        base URL of its loopback relay (on `port` when given)."""
         if self._stopped:
             raise LaunchError("use_docker: stopped before the container started")
-        port = port or free_port()
         # Unique per launch: launches run in parallel, and by the millisecond is not enough.
         name = f"{image.split('/')[-1].split(':')[0]}-{uuid.uuid4().hex[:12]}"
         command = ["docker", "run", "-d", "--name", name]
         command += label_args("--label", self.labels)
         command += self.log_limit.docker_args()
         command += container_env_args("-e", env_vars, self.pass_env)
-        if self.sandbox is not None:
-            command += hardening_args(self.sandbox, "run")
-        isolated = None
-        if self.sandbox is not None and self.sandbox.isolated:
-            isolated = self.isolated = Isolated.prepare(image, self.labels.get(OWNER_LABEL))
-            command += isolated.run_args(image)
-        else:
-            command += ["-p", f"127.0.0.1:{port}:8000", image]
+        command += hardening_args(self.sandbox, "run") if self.sandbox is not None else UNSANDBOXED_ARGS
+        way_in = self.way_in = ShimSocket.prepare(image, self.labels.get(OWNER_LABEL))
+        network = self.sandbox is None or not self.sandbox.isolated
+        command += way_in.run_args(image, user=USER if self.sandbox is not None else None, network=network)
         result = subprocess.run(command, capture_output=True, text=True)
         with self._lock:
             stopped = self._stopped
             if result.returncode == 0 and not stopped:
                 self.container_id = result.stdout.strip()
-                return isolated.connect() if isolated is not None else f"http://127.0.0.1:{port}"
+                try:
+                    return way_in.connect(port or 0)
+                except OSError as e:  # the container is removed by `stop`
+                    raise LaunchError(f"use_docker: no relay on 127.0.0.1:{port}: {e.strerror or e}") from None
         # The run failed (a container the runtime could not start is still created), or `stop`
         # ran while it did (the pool closing, a replacement cancelled): the container is
         # removed here, and no relay starts.
         with contextlib.suppress(subprocess.SubprocessError, OSError):
             docker("rm", "-f", name, timeout=60)
+        way_in.close()  # stop removed the socket folder; docker's bind mount may have made it anew
         if stopped:
-            if isolated is not None:  # stop removed the socket folder; docker's bind mount may have made it anew
-                isolated.close()
             raise LaunchError("use_docker: stopped while the container was starting")
-        if isolated is not None and no_python(result.stderr):
+        if no_python(result.stderr):
             raise LaunchError(
-                f"use_docker: the sandbox starts its relay with the image's {PYTHON}, "
+                f"use_docker: the runtime starts its relay with the image's {PYTHON}, "
                 f"and image {image} has none on its PATH"
             )
         raise LaunchError(f"use_docker: `docker run {image}` failed: {last_line(result.stderr)}")
@@ -116,12 +113,12 @@ class DockerServer(LocalDockerProvider):
         with self._lock:
             self._stopped = True
             container_id, self.container_id = self.container_id, None
-            isolated, self.isolated = self.isolated, None
+            way_in, self.way_in = self.way_in, None
         if container_id is not None:
             with contextlib.suppress(subprocess.SubprocessError, OSError):
                 docker("rm", "-f", container_id, timeout=60)
-        if isolated is not None:
-            isolated.close()
+        if way_in is not None:
+            way_in.close()
 
     # -- the pool's Provider ------------------------------------------------------------
 

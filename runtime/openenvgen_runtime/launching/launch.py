@@ -252,7 +252,8 @@ class Launcher:
         except BaseException:
             await self.stop_provider(provider)  # stopped already by `stop()`, stopping again is harmless
             raise
-        logger.info("%s ready in %.0f s at %s", what, time.monotonic() - started, ", ".join(urls))
+        shown = ", ".join(s.shown for s in servers)
+        logger.info("%s ready in %.0f s at %s", what, time.monotonic() - started, shown)
         return servers
 
     def _require_open(self) -> None:

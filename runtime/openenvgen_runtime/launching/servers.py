@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from openenvgen_runtime.access.origins import ServerAccess
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.launching.errors import LaunchError
 from openenvgen_runtime.launching.provider import Provider
 from openenvgen_schemas.modeldiff import is_mcp_action
@@ -53,6 +54,11 @@ class Server:
     """Why the server gets no new episodes; None while it is healthy."""
     access: ServerAccess | None = field(default=None, repr=False)
     """What requests to it carry (headers, TLS trust): its pool's `ServerAccess`."""
+
+    @property
+    def shown(self) -> str:
+        """Its URL as log lines and messages name it: a relay's token written `…`."""
+        return for_people(self.url)
 
     @property
     def has_room(self) -> bool:

@@ -47,6 +47,7 @@ from verifiers.v1 import AgentConfig, TasksetConfig
 from verifiers.v1.trace import AgentInfo, Trace, TraceTask
 from verifiers.v1.utils.generic import concrete_type
 
+from openenvgen_runtime.access.tokens import for_people
 from openenvgen_runtime.config import AdapterConfig, AdapterData
 from openenvgen_runtime.episodes.episode import (
     EnvLost,
@@ -247,7 +248,9 @@ class TrlEnvironment:
         try:
             await task.score(trace)
         except Exception as e:
-            logger.warning("%s: the episode could not be scored (%s); its reward is NaN", type(self).__name__, e)
+            logger.warning(
+                "%s: the episode could not be scored (%s); its reward is NaN", type(self).__name__, for_people(str(e))
+            )
             return math.nan
         return trace.reward
 

@@ -33,14 +33,14 @@ REFUSED = "HTTP/1.1 403 "
 
 PROBE = r"""
 import json, socket, sys
-host, port, code = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+host, port, code, timeout, source = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), sys.argv[5]
 STEP = json.dumps({"action": {"guess": 7, "code": code}}).encode()
 UPGRADE = ("Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==")
 
 def ask(method, path, body=b"", headers=("Connection: close",)):
     try:
-        s = socket.create_connection((host, port), timeout=10)
+        s = socket.create_connection((host, port), timeout=timeout, source_address=(source, 0) if source else None)
     except OSError as e:
         return type(e).__name__
     try:
@@ -102,11 +102,16 @@ def as_user(user: LocalUser, *command: str, timeout: float = 120) -> subprocess.
     return subprocess.run([*setpriv, "--", *command], capture_output=True, text=True, timeout=timeout, env={}, cwd="/")
 
 
-def probe_as(user: LocalUser, url: str, code: str = "print('other user')") -> dict[str, str]:
+def probe_as(
+    user: LocalUser, url: str, code: str = "print('other user')", *, timeout: float = 10, source: str = ""
+) -> dict[str, str]:
     """What `user` gets from the server whose run's URL is `url`, knowing only its host and
-    port; its steps send `code` (for an env that runs the action's code)."""
+    port; its steps send `code` (for an env that runs the action's code); each attempt waits
+    `timeout` seconds for the connection and for an answer, and leaves from address `source`
+    when given (any user may pick any of the machine's addresses)."""
     parts = urlsplit(url)
-    done = as_user(user, PYTHON, "-c", PROBE, parts.hostname or "", str(parts.port), code)
+    args = [parts.hostname or "", str(parts.port), code, str(timeout), source]
+    done = as_user(user, PYTHON, "-c", PROBE, *args)
     assert done.returncode == 0, done.stderr
     found: dict[str, str] = json.loads(done.stdout)
     print(f"as {user.name} (uid {user.uid}) at {parts.hostname}:{parts.port}:", found)

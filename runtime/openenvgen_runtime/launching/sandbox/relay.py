@@ -24,7 +24,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from openenvgen_runtime.access.relay import Opener, Route, new_token, serve
+from openenvgen_runtime.access.relay import Opener, Route, serve
+from openenvgen_runtime.access.tokens import new_token
 
 logger = logging.getLogger(__name__)
 
