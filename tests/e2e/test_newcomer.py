@@ -1,29 +1,27 @@
-"""A newcomer's first hour, as README.md and the docs write it, in a fresh clone.
+"""A newcomer's first hour, as README.md and the docs write it, each in a fresh clone.
 
-A copy of the repository, as a clone has it, where `make demo` runs with the network cut to
-everything but the package registries: the proxy variables send every other connection of pip,
-git, httpx and the Hugging Face hub (also set offline) to a closed loopback port. In that one
-install (slow: minutes on a cold pip cache, hence the `rollout` mark):
+A copy of the repository, as a clone has it, with the network cut to everything but the
+package registries: the proxy variables send every other connection of pip, git, httpx and
+the Hugging Face hub (also set offline) to a closed loopback port. Installs from PyPI are
+slow (minutes on a cold pip cache), hence the `rollout` mark.
 
-* offline, nothing past loopback: `openenv-gen replay` serves recorded catalog envs, and
-  `list`, `play` (typed at in a terminal), `doctor --html`, the typed client's `connect()`
-  and `vf-eval` run against them exactly as the docs write them, only their URL being the
-  port the replay took;
-* README.md's "By hand" block is read from the README (so changing the README changes what
-  this runs) and run with bash as written: create the venv, install openenv-gen and the
-  runtime, generate ./wordle-openenv, install it, and `vf-eval` it. The only change is on
-  its `vf-eval` line: MODEL becomes the scripted model, and options point vf-eval at it and
-  at a Wordle server on loopback (the README's command would launch the env from its Hugging
-  Face Space).
+* After `make demo`, offline, nothing past loopback: `openenv-gen replay` serves recorded
+  catalog envs, and `list`, `play` (typed at in a terminal), `doctor --html`, the typed
+  client's `connect()` and `vf-eval` run against them exactly as the docs write them, only
+  their URL being the port the replay took.
+* In a clone of its own, README.md's "By hand" block, read from the README (so changing the
+  README changes what this runs) and run with bash as written: create the venv, install
+  openenv-gen and the runtime, generate ./wordle-openenv, install it, and `vf-eval` it. The
+  only change is on its `vf-eval` line: MODEL becomes the scripted model, and options point
+  vf-eval at it and at a Wordle server on loopback (the README's command would launch the env
+  from its Hugging Face Space).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -31,7 +29,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +42,7 @@ from openenvgen_testsupport.paths import ROOT
 from openenvgen_testsupport.rollout import EvalRun
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
 from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.terminal import Terminal, needs_tmux
 
 README = ROOT / "README.md"
 FIRST_BLOCK = re.compile(r"^```(?:bash|sh|console)?\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -148,8 +146,8 @@ def _with_loopback_servers(line: str, *, model_url: str, env_url: str, out: Path
 
 
 @dataclass(frozen=True)
-class Demo:
-    """A clone in which `make demo` ran, and how to run commands there."""
+class Clone:
+    """A fresh clone (in which `make demo` may have run), and how to run commands there."""
 
     clone: Path
     env: dict[str, str]
@@ -196,29 +194,35 @@ def _registry_hosts() -> set[str]:
     return {"pypi.org", "files.pythonhosted.org"} | {host for url in urls if (host := urlsplit(url).hostname)}
 
 
+def _newcomer(workdir: Path, closed_port: int) -> Clone:
+    """A fresh clone in `workdir` and a newcomer's environment for it: the machine's tools
+    without this test's venv (everything else, uv too, must come from the commands run), the
+    network cut to the package registries."""
+    clone = _clone(workdir / "openenv-gen")
+    ours = Path(sys.prefix).resolve()
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not Path(d).resolve().is_relative_to(ours)]
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX"}
+    }
+    env.update(PATH=os.pathsep.join(path), NO_COLOR="1", **_cut_network(closed_port, reachable=_registry_hosts()))
+    return Clone(clone, env)
+
+
 @pytest.fixture(scope="module")
-def demo(closed_port: int) -> Iterator[Demo]:
+def demo(closed_port: int) -> Iterator[Clone]:
     """A fresh clone where `make demo` ran with nothing but the registries reachable."""
     # A directory of its own, not pytest's tmp_path: another pytest session on the machine
     # may prune old numbered tmp_path directories during this long module.
     with tempfile.TemporaryDirectory(prefix="openenvgen-newcomer-") as workdir:
-        clone = _clone(Path(workdir) / "openenv-gen")
-        # The machine's tools without this test's venv: everything else (uv too) must come
-        # from the commands run.
-        ours = Path(sys.prefix).resolve()
-        path = [
-            d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not Path(d).resolve().is_relative_to(ours)
-        ]
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX"}
-        }
-        env.update(PATH=os.pathsep.join(path), NO_COLOR="1", **_cut_network(closed_port, reachable=_registry_hosts()))
-        made = subprocess.run(["make", "demo"], cwd=clone, env=env, capture_output=True, text=True, timeout=1500)
+        newcomer = _newcomer(Path(workdir), closed_port)
+        made = subprocess.run(
+            ["make", "demo"], cwd=newcomer.clone, env=newcomer.env, capture_output=True, text=True, timeout=1500
+        )
         assert made.returncode == 0, (made.stdout + made.stderr)[-6000:]
         assert "ready: . .venv/bin/activate && vf-eval wordle-openenv -m MODEL --no-push" in made.stdout
-        yield Demo(clone, env)
+        yield newcomer
 
 
 # ---------------------------------------------------------------------------
@@ -246,49 +250,8 @@ def _at(line: str, url: str, *, written: str = DOCS_URL) -> list[str]:
     return shlex.split(line.replace(written, url), comments=True)
 
 
-class Terminal:
-    """A command on a pseudo-terminal of its own, read and typed at as a person does."""
-
-    def __init__(self, command: list[str], *, env: dict[str, str], cwd: Path) -> None:
-        main, seat = pty.openpty()
-        self.process = subprocess.Popen(command, stdin=seat, stdout=seat, stderr=seat, env=env, cwd=cwd)
-        os.close(seat)
-        self.main = main
-        self.shown = ""
-        self.read_to = 0
-        """Where the next `wait_for` starts looking: what was shown is read once."""
-
-    def wait_for(self, text: str, timeout: float = 180) -> str:
-        """What the terminal shows from the last `wait_for` up to and including `text`."""
-        deadline = time.monotonic() + timeout
-        while text not in self.shown[self.read_to :]:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"never shown: {text!r}\n{self.shown[-4000:]}"
-            if select.select([self.main], [], [], min(remaining, 1.0))[0]:
-                try:
-                    chunk = os.read(self.main, 65536)
-                except OSError:  # EIO: the command closed the terminal
-                    chunk = b""
-                assert chunk, f"the command ended before showing {text!r}\n{self.shown[-4000:]}"
-                self.shown += chunk.decode(errors="replace")
-        end = self.shown.index(text, self.read_to) + len(text)
-        seen, self.read_to = self.shown[self.read_to : end], end
-        return seen
-
-    def type(self, line: str) -> None:
-        os.write(self.main, f"{line}\n".encode())
-
-    def close(self) -> int:
-        try:
-            return self.process.wait(timeout=60)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-            os.close(self.main)
-
-
 @contextmanager
-def _replaying(demo: Demo, page: Path, name: str, env: dict[str, str]) -> Iterator[str]:
+def _replaying(demo: Clone, page: Path, name: str, env: dict[str, str]) -> Iterator[str]:
     """`page`'s `openenv-gen replay NAME &` on a free port (`--port 0`); its URL, the first line
     it prints. Stopped with Ctrl-C's SIGINT; it must end cleanly."""
     command = shlex.split(_documented(page, f"openenv-gen replay {name} &"), comments=True)
@@ -317,7 +280,8 @@ def _replaying(demo: Demo, page: Path, name: str, env: dict[str, str]) -> Iterat
 
 @pytest.mark.rollout
 @pytest.mark.timeout(1800)
-def test_the_first_hour_runs_offline_on_replayed_envs(demo: Demo, closed_port: int) -> None:
+@needs_tmux
+def test_the_first_hour_runs_offline_on_replayed_envs(demo: Clone, closed_port: int) -> None:
     offline = demo.activated(**_cut_network(closed_port))
     work = demo.clone.parent
 
@@ -340,19 +304,16 @@ def test_the_first_hour_runs_offline_on_replayed_envs(demo: Demo, closed_port: i
         _replaying(demo, DOCTOR, "connect4", offline) as connect4,
     ):
         # play, typed at in a terminal: each recorded guess gets the recorded feedback.
-        terminal = Terminal(
-            _at(_documented(EXPLORING, "openenv-gen play wordle --base-url"), wordle), env=offline, cwd=demo.clone
-        )
-        try:
-            assert "── turn 1 · user ──" in terminal.wait_for("\n> ")
+        played = shlex.join(_at(_documented(EXPLORING, "openenv-gen play wordle --base-url"), wordle))
+        with Terminal(played, env=offline, cwd=demo.clone) as terminal:
+            assert "── turn 1 · user ──" in terminal.wait_for_prompt()
             terminal.type("[crane]")
-            answered = terminal.wait_for("\n> ")
-            assert "── turn 2 · user · reward 0 ──" in answered and "You submitted [crane]" in answered, answered
+            answered = terminal.wait_for("── turn 2 · user · reward 0 ──")
+            assert "You submitted [crane]" in answered, answered
+            terminal.wait_for_prompt()
             terminal.type("[slate]")
             assert "── done · reward 0" in terminal.wait_for("total reward 0")
-        finally:
-            status = terminal.close()
-        assert status == 0, terminal.shown[-4000:]
+            assert terminal.exit_status() == 0, terminal.screen()
 
         # doctor on the checked-in Connect Four package, with its HTML page.
         doctored = run(_at(_documented(DOCTOR, "openenv-gen doctor generated/connect4-openenv --base-url"), connect4))
@@ -391,11 +352,16 @@ def test_the_first_hour_runs_offline_on_replayed_envs(demo: Demo, closed_port: i
 
 @pytest.mark.rollout
 @pytest.mark.timeout(1800)
-def test_readme_commands_work_after_make_demo(demo: Demo) -> None:
-    """The block after `make demo` (which does the same into .venv): it must work as written."""
+def test_readme_commands_work_in_a_fresh_clone(closed_port: int) -> None:
+    """The block in a clone of its own (not `make demo`'s: it makes its own venv), as written."""
+    with tempfile.TemporaryDirectory(prefix="openenvgen-readme-") as workdir:
+        _follow_the_readme(_newcomer(Path(workdir), closed_port))
+
+
+def _follow_the_readme(newcomer: Clone) -> None:
     lines = readme_first_block()
-    env = {**demo.env, "SCRIPTED_API_KEY": "scripted"}
-    clone, workdir = demo.clone, demo.clone.parent
+    env = {**newcomer.env, "SCRIPTED_API_KEY": "scripted"}
+    clone, workdir = newcomer.clone, newcomer.clone.parent
     model = ScriptedChatModel(Script(["[crane]"]))
     with serve_app(make_wordle_app(), ready_path="/health") as env_url, serve_app(model) as model_url:
         script = "\n".join(
@@ -439,17 +405,13 @@ def test_readme_commands_work_after_make_demo(demo: Demo) -> None:
     # Without the runtime installed (and openenv-gen not run from a checkout), the install
     # hint says where the runtime comes from instead of a command pip cannot resolve.
     subprocess.run([str(venv / "bin" / "pip"), "uninstall", "-q", "-y", "openenvgen-runtime"], check=True, env=env)
-    try:
-        hint = subprocess.run(
-            [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-    finally:  # back as the README installed it, for the module's other test
-        pip = [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-c", "constraints.txt", "./runtime"]
-        subprocess.run(pip, cwd=clone, check=True, env=env)
+    hint = subprocess.run(
+        [str(venv / "bin" / "openenv-gen"), "echo", "--no-scaffold"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert hint.returncode == 0, hint.stderr
     assert hint.stdout.splitlines()[-3:] == [
         "  pip install ./echo-openenv",
