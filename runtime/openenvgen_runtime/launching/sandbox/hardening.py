@@ -182,7 +182,7 @@ def swarm_swap_warning() -> str | None:
     return (
         f"use_swarm: Docker Engine {version} (API {api}) and this docker CLI set no swap limit on a service "
         f"(API {'.'.join(map(str, SERVICE_SWAP_API))} and `docker service create --memory-swap` do): "
-        "a sandboxed replica may swap beyond sandbox_memory, as far as its node's swap allows"
+        "a sandboxed replica may also swap as much as sandbox_memory (Docker's default: memory and swap twice it)"
     )
 
 
