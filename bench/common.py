@@ -94,7 +94,7 @@ def machine() -> dict[str, Any]:
         f"{platform.system()} {platform.release()}",
         "commit": git("rev-parse", "--short", "HEAD"),
         "subject": git("log", "-1", "--format=%s")[:100],
-        "changed": [line[3:] for line in git("status", "--porcelain").splitlines() if line.strip()],
+        "changed": [line.split(maxsplit=1)[1] for line in git("status", "--porcelain").splitlines() if line.strip()],
         "load_average_start": load_average(),
     }
 

@@ -23,6 +23,7 @@ import json
 import keyword
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,7 @@ CODEGEN_OPTIONS: dict[str, Any] = {
 }
 
 
-def _cache_key(root: dict[str, Any]) -> str:
+def _cache_key(inputs: dict[str, Any]) -> str:
     # datamodel-code-generator's version is read from its metadata: importing it costs
     # a third of a second, which is what the cache saves.
     tools = {}
@@ -220,22 +221,20 @@ def _cache_key(root: dict[str, Any]) -> str:
         except importlib.metadata.PackageNotFoundError:
             tools[tool] = "?"
     formatting = (FORMAT_SETTINGS / "pyproject.toml").read_text("utf-8")
-    material = canonical_json(
-        {"schema": root, "options": CODEGEN_OPTIONS, "tools": tools, "formatting": formatting, "format": SPEC_FORMAT}
+    text = canonical_json(
+        {"schema": inputs, "options": CODEGEN_OPTIONS, "tools": tools, "formatting": formatting, "format": SPEC_FORMAT}
     )
-    return hashlib.sha256(material.encode()).hexdigest()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
-def generate_models(spec: EnvSpec) -> Models:
-    """The models module for `spec`: from the content-addressed cache when this exact
-    schema was generated before with these options and this datamodel-code-generator."""
-    root, names = _combined(spec)
+def cached_module(folder: str, inputs: dict[str, Any], make: Callable[[], str]) -> str:
+    """The module `make()` returns, from the content-addressed cache (its `folder`) when one
+    was made before from these `inputs` with these options, tools and format settings."""
     cache = _cache_dir()
     if cache is None:
-        return dataclasses.replace(names, source=_generate(root, names))
+        return make()
     # The key reads installed distributions' metadata: computed only for a cache.
-    reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
-    cached = cache / f"{_cache_key({'root': root, 'reset_alias': reset_alias, 'shared': names.shared_classes})}.py"
+    cached = cache / folder / f"{_cache_key(inputs)}.py"
     try:
         source = cached.read_text("utf-8")
     except OSError:  # not cached yet, or just trimmed by another run
@@ -243,9 +242,18 @@ def generate_models(spec: EnvSpec) -> Models:
     if source.startswith(HEADER):
         touch(cached)
     else:
-        source = _generate(root, names)
+        source = make()
         write_cache_entry(cached, source)
-    return dataclasses.replace(names, source=source)
+    return source
+
+
+def generate_models(spec: EnvSpec) -> Models:
+    """The models module for `spec`: from the content-addressed cache when this exact
+    schema was generated before with these options and this datamodel-code-generator."""
+    root, names = _combined(spec)
+    reset_alias = names.reset_observation_class if names.reset_is_step_observation else None
+    inputs = {"root": root, "reset_alias": reset_alias, "shared": names.shared_classes}
+    return dataclasses.replace(names, source=cached_module("", inputs, lambda: _generate(root, names)))
 
 
 def _generate(root: dict[str, Any], names: Models) -> str:

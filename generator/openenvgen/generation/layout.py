@@ -48,11 +48,11 @@ def templates_dir() -> Path:
 
 
 def cache_dir() -> Path | None:
-    """Where generated models are cached by content; None when disabled
-    (`OPENENV_GEN_CACHE=0`, `off` or `false`).
+    """Where generated models (and, in its `trl` folder, formatted TRL modules) are cached by
+    content; None when disabled (`OPENENV_GEN_CACHE=0`, `off` or `false`).
 
-    The one cache openenv-gen keeps: `check` re-renders every package's models, and without
-    it `openenv-gen check` of the 31 checked-in packages takes seconds longer (see
+    The one cache openenv-gen keeps: `check` re-renders every package's models and TRL module,
+    and without it `openenv-gen check` of the 31 checked-in packages takes seconds longer (see
     bench/RESULTS.md, P2)."""
     setting = os.environ.get("OPENENV_GEN_CACHE")
     if setting in ("0", "off", "false"):
@@ -64,7 +64,7 @@ def cache_dir() -> Path | None:
 
 
 CACHE_ENTRIES = 512
-"""Generated models kept in the cache: each new one past this removes the least recently
+"""Modules kept in each folder of the cache: each new one past this removes the least recently
 used (a hit refreshes its file's mtime)."""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from openenvgen.generation.codegen import Models, generate_models
+from openenvgen.generation.codegen import Models, cached_module, generate_models
 from openenvgen.generation.layout import HEADER, HEADER_TEXT
 
 # Defined in `layout`; importers read them here too.
@@ -135,8 +135,10 @@ def render_files(spec: EnvSpec) -> dict[str, str]:
     tools = trl_tools(spec, models)
     classes = sorted({t.target for t in tools if t.target[:1].isupper() and t.target != "ANY_TOOL"}, key=str.lower)
     # The TRL module goes through ruff (as the models do): its signatures and literals come
-    # from the schema, too varied to write as ruff formats them by hand.
-    trl = format_module(env.get_template("trl.py.j2").render(context, tools=tools, model_imports=classes))
+    # from the schema, too varied to write as ruff formats them by hand. Cached as the models
+    # are, so `check` starts no ruff for a package whose TRL module it has formatted before.
+    trl_text = env.get_template("trl.py.j2").render(context, tools=tools, model_imports=classes)
+    trl = cached_module("trl", {"trl": trl_text}, lambda: format_module(trl_text))
     files = {
         "pyproject.toml": env.get_template("pyproject.toml.j2").render(context),
         "README.md": env.get_template("README.md.j2").render(context),

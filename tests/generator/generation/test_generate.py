@@ -199,21 +199,26 @@ def gen_watching_codegen(*args: str, env: dict[str, str]) -> tuple[subprocess.Co
 
 def test_models_cache_is_content_addressed_and_safe(tmp_path: Path) -> None:
     """The second generation of the same schema reuses the cached models module (the model
-    generator is not even imported); a damaged entry is regenerated; output is identical
-    either way, and the cache can be switched off."""
+    generator is not even imported) and TRL module; a damaged entry is regenerated; output is
+    identical either way, and the cache can be switched off."""
     cache = tmp_path / "cache"
     env = {"OPENENV_GEN_CACHE": str(cache)}
     first, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "a"), "--no-scaffold", env=env)
     assert first.returncode == 0 and generated, first.stderr
     (entry,) = cache.glob("*.py")
     assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
+    # The TRL module, as ruff formatted it, in a folder of its own.
+    (trl_entry,) = (cache / "trl").glob("*.py")
+    assert trl_entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "trl.py").read_text()
     # A cache hit: the same schema again, and datamodel-code-generator never runs.
     hit, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "hit"), "--no-scaffold", env=env)
     assert hit.returncode == 0 and not generated, hit.stderr
     entry.write_text("import os  # not ours\n")
+    trl_entry.write_text("import os  # not ours\n")
     damaged, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "b"), "--no-scaffold", env=env)
     assert damaged.returncode == 0 and generated, damaged.stderr
     assert entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "models.py").read_text()
+    assert trl_entry.read_text() == (tmp_path / "a" / "wordle_openenv" / "trl.py").read_text()
     off_env = {"OPENENV_GEN_CACHE": "off", "HOME": str(tmp_path / "h")}
     off, generated = gen_watching_codegen("wordle", "--out", str(tmp_path / "c"), "--no-scaffold", env=off_env)
     assert off.returncode == 0 and generated and not (tmp_path / "h").exists(), off.stderr
