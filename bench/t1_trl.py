@@ -3,11 +3,11 @@ TRL user writes by hand on OpenEnv's raw client (as TRL's Wordle example does), 
 loopback Wordle fixture server in its own uvicorn process. Per tool call: one instance of
 each, reset (untimed) every 5 calls so no game ends, every call timed alone, the loops taking
 turns in a new seeded random order each round, with a second hand-written instance as the A/A
-control; 2,000 calls each, quick or not (they take seconds; at 200 the A/A control moved by up
-to 25% under load). Target: generated / hand-written <= 1.10 (ratio of the medians).
-Per instance: 256 instances of the generated class in this one process, on its one shared
-pool, each reset once (its session open); this process's resident memory growth per
-instance, the hand-written class measured the same way after it. Target: <= 1 MiB.
+control; 2,000 calls each, quick or not (at 200 the A/A control moved by up to 25% under load).
+Target: generated / hand-written <= 1.10 (ratio of the medians). Per instance: 256 instances
+of the generated class in this one process, on its one shared pool, each reset once (its
+session open); this process's resident memory growth per instance, the hand-written class
+measured the same way after it. Target: <= 1 MiB.
 """
 
 from __future__ import annotations
@@ -125,8 +125,7 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         generated = importlib.import_module(f"{package.replace('-', '_')}.trl").environment_class(base_url=str(url))
         handwritten = handwritten_class(str(url))
         med = per_call({"generated": generated, "hand-written": handwritten, "A/A": handwritten}, calls)
-        # The generated class first: a hand-written run first would leave this process's
-        # allocator with freed room the generated one re-uses.
+        # The generated class first: a hand-written run first leaves freed room the generated one re-uses.
         mib = {"generated": per_instance(generated), "hand-written": per_instance(handwritten)}
     ratio, aa = med["generated"] / med["hand-written"], med["A/A"] / med["hand-written"]
     log(f"T1 {calls} calls: ratio {ratio:.3f} (A/A {aa:.3f}); MiB per instance {mib}")
