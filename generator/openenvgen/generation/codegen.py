@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -211,7 +212,10 @@ CODEGEN_OPTIONS: dict[str, Any] = {
 }
 
 
-def _cache_key(inputs: dict[str, Any]) -> str:
+@functools.cache
+def _key_settings() -> dict[str, Any]:
+    """What a cache key holds besides a module's inputs, read once a process: the options,
+    the tools' versions and the format settings."""
     # datamodel-code-generator's version is read from its metadata: importing it costs
     # a third of a second, which is what the cache saves.
     tools = {}
@@ -221,9 +225,11 @@ def _cache_key(inputs: dict[str, Any]) -> str:
         except importlib.metadata.PackageNotFoundError:
             tools[tool] = "?"
     formatting = (FORMAT_SETTINGS / "pyproject.toml").read_text("utf-8")
-    text = canonical_json(
-        {"schema": inputs, "options": CODEGEN_OPTIONS, "tools": tools, "formatting": formatting, "format": SPEC_FORMAT}
-    )
+    return {"options": CODEGEN_OPTIONS, "tools": tools, "formatting": formatting, "format": SPEC_FORMAT}
+
+
+def _cache_key(inputs: dict[str, Any]) -> str:
+    text = canonical_json({"schema": inputs, **_key_settings()})
     return hashlib.sha256(text.encode()).hexdigest()
 
 
