@@ -23,13 +23,8 @@ rotating; every side is this runner and these benchmark modules on that tree's v
 its generator and runtime). Each row `<id>-vs-<commit>` gives both trees' median figures
 against the benchmark's own target, and the ratio between them beside the A/A ratio.
 
-Quick mode: P1 and P2 5 rounds instead of 9; P3 2,000 steps instead of 5,000; P4 16
-episodes at 4 only (not also 64 at 16); P5 32 episodes and one round instead of 64 and two;
-P6 N = 2 instead of 4 on `null`; P8 8 tasks instead of 64; P9 100 episodes per timing instead
-of 200; P10 the same (1,024 in flight is its point); R4 64@16 instead of 256@64; R5 64
-episodes x 2 rounds at 4 in flight instead of 256 x 3 at 8; R6 2,000 episodes in segments of
-500 instead of 20,000 in 1,000; S1 8 episodes and two rounds instead of 24 and three; T1 the
-same.
+Quick mode: each benchmark's smaller sizes (what `quick` changes in its `run`), the same
+comparisons.
 """
 
 from __future__ import annotations

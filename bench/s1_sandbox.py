@@ -1,10 +1,10 @@
 """S1: what the sandbox costs. The same code-executing env (tests/fixtures/uv_code_env: each
 step runs the action's Python in a process of its own), played by the same scripted model
-(three steps of small Python an episode), under three launches, interleaved round by round
+(three steps of small Python an episode), under four launches, interleaved round by round
 (the order reversed every other round): UV on this machine (`allow_host_execution`), the
-Docker sandbox on runc (the machine's daemon) and the Docker sandbox on gVisor (`runsc`, in
-a throwaway daemon that registers it with `--platform=ptrace --network=host
---host-uds=all`; the image is loaded into it with `docker save | docker load`).
+Docker sandbox on runc (the machine's daemon), on gVisor (`runsc`, in a throwaway daemon that
+registers it with `--platform=ptrace --network=host --host-uds=all`, the image loaded with
+`docker save | docker load`) and sandboxed Swarm replicas (one-node swarm; relay, router, gate).
 
 Each run is one `serving()` of the generated package in this process, two servers, two
 episodes at a time: start-up is until the first server answers; two warm-up episodes at once
@@ -12,9 +12,9 @@ bring up the second; then N episodes (quick: 8 and two rounds; else 24 and three
 episode, over the episodes only: this process (the runtime; for the sandbox its host relay)
 from `getrusage`, plus the servers: UV's server processes and their reaped children (/proc,
 by a marker variable), Docker's container cgroups (`cpu.stat` usage_usec: shim, server, the
-model's code; under gVisor its kernel too). Episodes/min is N over the episodes' wall time.
-Headline: runc's CPU-s per episode over UV's (medians over the rounds), target ≤ 1.15;
-gVisor's is shown, without a target.
+model's code; gVisor's kernel; Swarm's router). Episodes/min is N over the episodes' wall
+time. Headline: runc's CPU-s per episode over UV's (medians over the rounds), target ≤ 1.15;
+gVisor's and Swarm's over UV's are shown, without a target.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from typing import Any
 from common import cli, docker_host, log, median, process_cpu_s, row
 
 from openenvgen_testsupport.adapters import marked_processes
+from openenvgen_testsupport.docker_images import docker
 
 TARGET_RATIO = 1.15
-SIDES = ("uv", "runc", "gvisor")
+SIDES = ("uv", "runc", "gvisor", "swarm")
 RUNSC_ARGS = ["--platform=ptrace", "--network=host", "--host-uds=all"]
 CODES = [
     "print(sum(i * i for i in range(20000)))",
@@ -56,6 +57,9 @@ def _taskset(side: str, image: str, marker: str) -> dict[str, Any]:
             "env_vars": {"OPENENVGEN_S1_MARKER": marker},
         }
         return {**common, "allow_host_execution": True, "provider_kwargs": provider}
+    if side == "swarm":
+        labels = {"openenvgen.bench": marker}  # on the service, its containers and the router
+        return {**common, "use_swarm": True, "replicas": 2, "provider_kwargs": {"image": image, "labels": labels}}
     runtime = "runsc" if side == "gvisor" else "runc"
     return {**common, "use_docker": True, "container_runtime": runtime, "provider_kwargs": {"image": image}}
 
@@ -82,13 +86,14 @@ def _container_cpu_s(container_id: str) -> float | None:
 def _servers_cpu_s(env: Any, side: str, marker: str) -> float | None:
     if side == "uv":
         return sum(process_cpu_s(pid) for pid in marked_processes(marker))
-    total = 0.0
-    for server in env.pool.servers:
-        cpu = _container_cpu_s(getattr(server.provider, "container_id", None) or "")
-        if cpu is None:
-            return None
-        total += cpu
-    return total
+    if side == "swarm":
+        ids = docker(
+            "ps", "-q", "--no-trunc", "--filter", f"label=openenvgen.bench={marker}", check=False
+        ).stdout.split()
+    else:
+        ids = [getattr(server.provider, "container_id", None) or "" for server in env.pool.servers]
+    cpu = [_container_cpu_s(i) for i in ids]
+    return None if not ids or None in cpu else sum(c for c in cpu if c is not None)
 
 
 def _one_run(package: str, side: str, image: str, model_url: str, episodes: int) -> dict[str, Any]:
@@ -168,7 +173,7 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
     episodes, rounds = (8, 2) if quick else (24, 3)
     model = ScriptedChatModel(Script([json.dumps({"code": code}) for code in CODES]))
     runs: list[dict[str, Any]] = []
-    with serve_app(model) as model_url, _gvisor(image) as gvisor_host:
+    with serve_app(model) as model_url, _gvisor(image) as gvisor_host, docker_images.single_node_swarm():
         sides = [s for s in SIDES if s != "gvisor" or gvisor_host is not None]
         for rnd in range(rounds):
             for side in sides if rnd % 2 == 0 else sides[::-1]:
@@ -183,26 +188,26 @@ def run(quick: bool, workdir: Path) -> list[dict[str, Any]]:
         return round(median(values), 4) if values else None
 
     summary = {s: {k: med(s, k) for k in ("cpu_s_per_episode", "episodes_per_min", "startup_s")} for s in by_side}
-    uv_cpu, runc_cpu = summary["uv"]["cpu_s_per_episode"], summary["runc"]["cpu_s_per_episode"]
-    ratio = runc_cpu / uv_cpu if uv_cpu and runc_cpu else None
-    gvisor_cpu = summary.get("gvisor", {}).get("cpu_s_per_episode")
+    uv = summary["uv"]["cpu_s_per_episode"]
+    over_uv = {s: round(v["cpu_s_per_episode"] / uv, 3) for s, v in summary.items() if uv and v["cpu_s_per_episode"]}
+    ratio = over_uv.get("runc")
     measured = "; ".join(
-        f"{s}: {v['cpu_s_per_episode']} CPU-s/episode, {v['episodes_per_min']} episodes/min, "
+        f"{s}: {v['cpu_s_per_episode']} CPU-s/episode ({over_uv.get(s)}x UV), {v['episodes_per_min']} episodes/min, "
         f"start-up {v['startup_s']} s"
         for s, v in summary.items()
-    ) + (f"; gVisor / UV CPU-s per episode {gvisor_cpu / uv_cpu:.2f}" if gvisor_cpu and uv_cpu else "")
+    )
     return [
         row(
             "S1",
-            "the sandbox's cost: a code-executing env under UV, the runc sandbox and the gVisor sandbox",
+            "the sandbox's cost: a code-executing env under UV, the runc sandbox, the gVisor sandbox and Swarm",
             f"every episode ok; runc sandbox ≤ {TARGET_RATIO:g}x UV's CPU-s per episode",
             measured,
-            None if ratio is None else round(ratio, 3),
+            ratio,
             all(r["ok"] == r["of"] for r in runs) and ratio is not None and ratio <= TARGET_RATIO,
             label="runc sandbox / UV CPU-s per episode",
             summary=summary,
             runs=runs,
-        )
+        ),
     ]
 
 

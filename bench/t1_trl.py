@@ -1,14 +1,13 @@
 """T1: a generated package's TRL class (`<module>.trl.environment_class`) against the class a
-TRL user writes by hand on OpenEnv's raw client (as TRL's Wordle example does), on one
-loopback Wordle fixture server in its own uvicorn process. Per tool call: one instance of
-each, reset (untimed) every 5 calls so no game ends, every call timed alone, the loops taking
-turns in a new seeded random order each round, with a second hand-written instance as the A/A
-control; 2,000 calls each, quick or not (at 200 the A/A control moved by up to 25% under load).
-Target: generated / hand-written <= 1.10 (ratio of the medians). Per instance: 256 instances
-of the generated class in this one process, on its one shared pool, each reset once (its
-session open); this process's resident memory growth per instance, the hand-written class
-measured the same way after it. Target: <= 1 MiB.
-"""
+TRL user writes by hand on OpenEnv's client (as TRL's Wordle example does: typed action and
+observation, the text picked, an invalid move's reward patched), on one loopback Wordle
+fixture server in its own uvicorn process. Per tool call: one instance of each, reset
+(untimed) every 5 calls, every call timed alone, taking turns in a new seeded random order
+each round, with a second hand-written instance as the A/A control; 2,000 calls each, quick
+or not. Target: generated / hand-written <= 1.10 (ratio of the medians). Per instance: 256
+instances of the generated class in this process, on its one shared pool, each reset once
+(its session open); this process's resident memory growth per instance, the hand-written
+class measured the same way after it. Target: <= 1 MiB."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import inspect
 import random
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +27,19 @@ from common import BENCH, cli, log, median, row
 from openenv.core.generic_client import GenericEnvClient
 
 from openenvgen_testsupport.adapters import generate_from_server
+from openenvgen_testsupport.fixture_envs import WordGuessAction, WordGuessObservation, make_wordle_app
 from openenvgen_testsupport.servers import serve_app_subprocess
 
 TARGET_RATIO = 1.10
 TARGET_MIB = 1.0
 INSTANCES = 256
 GUESS = "[slate]"  # never the fixture's secret
-
-
-def wordle_app() -> Any:
-    """The server's app (uvicorn's `--factory`): the Wordle fixture with room for every session."""
-    from openenvgen_testsupport.fixture_envs import make_wordle_app
-
-    return make_wordle_app(max_concurrent_envs=2 * INSTANCES + 8)
+wordle_app = partial(make_wordle_app, max_concurrent_envs=2 * INSTANCES + 8)  # uvicorn --factory: a session each
 
 
 def handwritten_class(base_url: str) -> type:
-    """TRL's Wordle example on the raw client: a client per instance, the text picked by hand."""
+    """TRL's Wordle example on the raw client: the env's own action and observation models (as
+    its typed client gives them), the text picked and an invalid move's reward patched by hand."""
 
     class Wordle:
         def __init__(self) -> None:
@@ -52,7 +48,7 @@ def handwritten_class(base_url: str) -> type:
 
         def reset(self, **kwargs: Any) -> str:
             self.reward, self.done = 0.0, False
-            return str(self.client.reset(**kwargs).observation["prompt"])
+            return WordGuessObservation(**self.client.reset(**kwargs).observation).prompt
 
         def guess(self, message: str) -> str:
             """Make a move.
@@ -62,9 +58,11 @@ def handwritten_class(base_url: str) -> type:
             """
             if self.done:
                 return "The game is over."
-            result = self.client.step({"message": message})
-            self.reward, self.done = float(result.reward or 0.0), bool(result.done)
-            return f"{result.observation['prompt']}\n{result.observation.get('feedback', '')}"
+            result = self.client.step(WordGuessAction(message=message).model_dump(exclude={"metadata"}))
+            seen = WordGuessObservation(**result.observation, reward=result.reward, done=result.done)
+            self.reward = 0.0 if seen.prompt.startswith("Invalid guess") else float(seen.reward or 0.0)
+            self.done = seen.done
+            return f"{seen.prompt}\n{seen.feedback}"
 
         def get_reward(self) -> float:
             return self.reward
