@@ -24,7 +24,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from openenvgen_testsupport.fixture_envs import make_wordle_app
 from openenvgen_testsupport.paths import ROOT
 from openenvgen_testsupport.rollout import EvalRun
 from openenvgen_testsupport.scripted_model import Script, ScriptedChatModel
-from openenvgen_testsupport.servers import serve_app
+from openenvgen_testsupport.servers import replay_server, serve_app
 from openenvgen_testsupport.terminal import Terminal, needs_tmux
 
 README = ROOT / "README.md"
@@ -252,30 +251,12 @@ def _at(line: str, url: str, *, written: str = DOCS_URL) -> list[str]:
 
 @contextmanager
 def _replaying(demo: Clone, page: Path, name: str, env: dict[str, str]) -> Iterator[str]:
-    """`page`'s `openenv-gen replay NAME &` on a free port (`--port 0`); its URL, the first line
-    it prints. Stopped with Ctrl-C's SIGINT; it must end cleanly."""
+    """`page`'s `openenv-gen replay NAME &`, on a free port (`--port 0`); its URL."""
     command = shlex.split(_documented(page, f"openenv-gen replay {name} &"), comments=True)
     assert command[-1] == "&", command
     log = demo.clone.parent / f"replay-{name}.log"
-    with log.open("w") as stderr:
-        server = subprocess.Popen(
-            [*command[:-1], "--port", "0"],
-            cwd=demo.clone,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            start_new_session=True,
-        )
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), log.read_text()
+    with replay_server([*command[:-1], "--port", "0"], log, cwd=demo.clone, env=env) as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGINT)
-        code = server.wait(timeout=60)
-    assert code == 0, log.read_text()
 
 
 @pytest.mark.rollout

@@ -6,8 +6,6 @@ are each one line. Every run is a real `openenv-gen` process; the server is stop
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,34 +18,16 @@ import pytest
 from openenvgen_schemas.doctor_report import DoctorReport
 from openenvgen_testsupport.generating import gen
 from openenvgen_testsupport.paths import OPENENV_GEN
-from openenvgen_testsupport.servers import group_gone
+from openenvgen_testsupport.servers import replay_server
 
 pytestmark = pytest.mark.rollout
 
 
 @pytest.fixture
 def replay_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """`openenv-gen replay NAME --port 0` running; its URL, the first line it prints. Its log
-    goes to a file: a pipe nobody reads would block the server once full."""
-    log = tmp_path / "replay.log"
-    with log.open("w") as stderr:
-        server = subprocess.Popen(
-            [OPENENV_GEN, "replay", request.param, "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            start_new_session=True,
-        )
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), log.read_text()
+    """`openenv-gen replay NAME --port 0` running; its URL."""
+    with replay_server([OPENENV_GEN, "replay", request.param, "--port", "0"], tmp_path / "replay.log") as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGINT)
-        code = server.wait(timeout=60)
-    assert code == 0, log.read_text()
-    assert group_gone(server.pid)
 
 
 @pytest.mark.parametrize("replay_url", ["wordle"], indirect=True)

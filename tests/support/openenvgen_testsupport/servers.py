@@ -339,3 +339,26 @@ def dripping_peer(interval: float = 0.1) -> Iterator[str]:
     finally:
         stop.set()
         listener.close()
+
+
+@contextmanager
+def replay_server(
+    command: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """`command` (an `openenv-gen replay NAME --port 0`) running in a process group of its own;
+    its URL, the first line it prints. Its log goes to `log`: a pipe nobody reads would block
+    the server once full. Stopped with Ctrl-C's SIGINT, it must end cleanly, its group gone."""
+    with log.open("w") as stderr:
+        server = subprocess.Popen(
+            list(command), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True
+        )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), log.read_text()
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        code = server.wait(timeout=60)
+    assert code == 0, log.read_text()
+    assert group_gone(server.pid)
